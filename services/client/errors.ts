@@ -1,0 +1,39 @@
+// Three failure classes a caller must tell apart (as node-redis does): the store said
+// ERROR, the transport failed, or the store did not answer in time. A reply that fits
+// no known shape is a protocol error.
+
+export class StoreError extends Error {
+  override name = 'StoreError';
+}
+
+/** The store answered `ERROR <reason>`; the connection is still usable. */
+export class StoreReplyError extends StoreError {
+  override name = 'StoreReplyError';
+  readonly reason: string;
+  constructor(reason: string) {
+    super(`store replied ERROR ${reason}`);
+    this.reason = reason;
+  }
+}
+
+/** Could not reach the store, or the connection failed before the reply came. */
+export class StoreUnavailableError extends StoreError {
+  override name = 'StoreUnavailableError';
+}
+
+/** The store did not answer within the command time-out. */
+export class StoreTimeoutError extends StoreError {
+  override name = 'StoreTimeoutError';
+}
+
+/** The store sent a reply this command cannot have. */
+export class StoreProtocolError extends StoreError {
+  override name = 'StoreProtocolError';
+}
+
+/** The metric label (`kind`) of a failure, from the fixed set of SPEC §4. */
+export function errorKind(err: unknown): 'timeout' | 'unavailable' | 'protocol' {
+  if (err instanceof StoreTimeoutError) return 'timeout';
+  if (err instanceof StoreUnavailableError) return 'unavailable';
+  return 'protocol';
+}
