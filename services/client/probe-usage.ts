@@ -24,7 +24,7 @@ export function probeUsage({ host, port, timeoutMs }: ProbeTarget): Promise<numb
     };
     const timer = setTimeout(() => finish(new StoreTimeoutError(`no USAGE reply from ${host}:${port} within ${timeoutMs} ms`)), timeoutMs);
     socket.setEncoding('utf8');
-    socket.on('connect', () => socket.end('USAGE\n'));
+    socket.on('connect', () => socket.write('USAGE\n'));
     socket.on('data', (chunk: string) => {
       reply += chunk;
       const lf = reply.indexOf('\n');
