@@ -1,0 +1,6 @@
+// The store client library: what the backend, the kv CLI, the benchmarks and the tests use.
+export { StoreConnection, type StoreConnectionOptions, type ConnectionState } from './store-connection.ts';
+export { StorePool, type StorePoolOptions } from './store-pool.ts';
+export { StoreCommands, type CommandObserver, type CommandResult, type Payload } from './store-commands.ts';
+export { probeUsage, type ProbeTarget } from './probe-usage.ts';
+export * from './errors.ts';

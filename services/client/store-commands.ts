@@ -1,0 +1,156 @@
+import { isValidKey } from '../protocol/key-rules.ts';
+import { StoreProtocolError, StoreReplyError } from './errors.ts';
+
+/** A request's payload: the line without its LF (a Buffer when the value is binary). */
+export type Payload = string | Buffer;
+
+export type CommandResult = 'ok' | 'not_found' | 'error';
+
+/** Told about every typed command, for metrics (the backend's kvbackend_store_* series). */
+export type CommandObserver = (command: string, result: CommandResult, seconds: number, error?: unknown) => void;
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+function checkKey(key: string): void {
+  // A key with a space or a line break would split into extra arguments or commands.
+  if (!isValidKey(key)) throw new RangeError('invalid key: 1 to 250 bytes of UTF-8, no spaces or control characters');
+}
+
+function checkValue(value: Buffer): void {
+  // LF ends the line; a CR right before it would be dropped by the store's framing.
+  if (value.includes(LF) || (value.length > 0 && value[value.length - 1] === CR)) {
+    throw new RangeError('value cannot be sent over the line protocol: it contains LF or ends with CR');
+  }
+}
+
+function checkSeconds(seconds: number): void {
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 1e9) throw new RangeError('seconds must be an integer from 1 to 1000000000');
+}
+
+function unexpected(command: string, reply: string): StoreProtocolError {
+  return new StoreProtocolError(`unexpected reply to ${command}: ${JSON.stringify(reply.slice(0, 80))}`);
+}
+
+function replyError(reply: string): StoreReplyError | undefined {
+  return reply.startsWith('ERROR ') ? new StoreReplyError(reply.slice(6)) : undefined;
+}
+
+/**
+ * The typed commands of the protocol, on top of any transport that can send one line
+ * and resolve with the reply line (a single connection or a pool). It validates
+ * arguments before anything is sent, so no caller can smuggle a second command.
+ */
+export abstract class StoreCommands {
+  observer: CommandObserver | undefined;
+
+  /** Sends one command line (no LF) and resolves with the raw reply line. */
+  abstract command(payload: Payload): Promise<string>;
+
+  async #run<T>(name: string, payload: Payload, interpret: (reply: string) => [CommandResult, T]): Promise<T> {
+    const started = this.observer ? performance.now() : 0;
+    try {
+      const reply = await this.command(payload);
+      const err = replyError(reply);
+      if (err) throw err;
+      const [result, value] = interpret(reply);
+      this.observer?.(name, result, (performance.now() - started) / 1000);
+      return value;
+    } catch (err) {
+      this.observer?.(name, 'error', (performance.now() - started) / 1000, err);
+      throw err;
+    }
+  }
+
+  /** The value's bytes, or null when the key is absent. */
+  get(key: string): Promise<Buffer | null> {
+    checkKey(key);
+    return this.#run('GET', `GET ${key}`, (reply) => {
+      if (reply === 'NOT_FOUND') return ['not_found', null];
+      // The store sends `VALUE ` for an empty value; accept a stripped `VALUE` too.
+      if (reply === 'VALUE') return ['ok', Buffer.alloc(0)];
+      if (!reply.startsWith('VALUE ')) throw unexpected('GET', reply);
+      return ['ok', Buffer.from(reply.slice(6), 'base64')];
+    });
+  }
+
+  /** SET, or SETEX when ttlSeconds is given. */
+  set(key: string, value: Buffer | string, ttlSeconds?: number): Promise<void> {
+    checkKey(key);
+    const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
+    checkValue(bytes);
+    let head: string;
+    let name: string;
+    if (ttlSeconds === undefined) {
+      head = `SET ${key} `;
+      name = 'SET';
+    } else {
+      checkSeconds(ttlSeconds);
+      head = `SETEX ${key} ${ttlSeconds} `;
+      name = 'SETEX';
+    }
+    const payload = typeof value === 'string' ? head + value : Buffer.concat([Buffer.from(head, 'utf8'), bytes]);
+    return this.#run(name, payload, (reply) => {
+      if (reply !== 'OK') throw unexpected(name, reply);
+      return ['ok', undefined];
+    });
+  }
+
+  del(key: string): Promise<void> {
+    checkKey(key);
+    return this.#run('DELETE', `DELETE ${key}`, (reply) => {
+      if (reply !== 'OK') throw unexpected('DELETE', reply);
+      return ['ok', undefined];
+    });
+  }
+
+  /** Bytes held by the store (key bytes + value bytes). */
+  usage(): Promise<number> {
+    return this.#run('USAGE', 'USAGE', (reply) => {
+      const m = /^USAGE (\d+)$/.exec(reply);
+      if (!m) throw unexpected('USAGE', reply);
+      return ['ok', Number(m[1])];
+    });
+  }
+
+  ping(): Promise<void> {
+    return this.#run('PING', 'PING', (reply) => {
+      if (reply !== 'PONG') throw unexpected('PING', reply);
+      return ['ok', undefined];
+    });
+  }
+
+  /** Seconds left (rounded up), -1 when the key has no expiry, null when absent. */
+  ttl(key: string): Promise<number | null> {
+    checkKey(key);
+    return this.#run('TTL', `TTL ${key}`, (reply) => {
+      if (reply === 'NOT_FOUND') return ['not_found', null];
+      const m = /^TTL (-1|\d+)$/.exec(reply);
+      if (!m) throw unexpected('TTL', reply);
+      return ['ok', Number(m[1])];
+    });
+  }
+
+  /** True when the key exists and now expires in `seconds`. */
+  expire(key: string, seconds: number): Promise<boolean> {
+    checkKey(key);
+    checkSeconds(seconds);
+    return this.#run('EXPIRE', `EXPIRE ${key} ${seconds}`, (reply) => {
+      if (reply === 'NOT_FOUND') return ['not_found', false];
+      if (reply !== 'OK') throw unexpected('EXPIRE', reply);
+      return ['ok', true];
+    });
+  }
+
+  stats(): Promise<Record<string, string>> {
+    return this.#run('STATS', 'STATS', (reply) => {
+      if (!reply.startsWith('STATS')) throw unexpected('STATS', reply);
+      const stats: Record<string, string> = {};
+      for (const pair of reply.slice(5).trim().split(' ')) {
+        const eq = pair.indexOf('=');
+        if (eq > 0) stats[pair.slice(0, eq)] = pair.slice(eq + 1);
+      }
+      return ['ok', stats];
+    });
+  }
+}

@@ -1,0 +1,54 @@
+import { StoreCommands, type Payload } from './store-commands.ts';
+import { StoreConnection, type ConnectionState, type StoreConnectionOptions } from './store-connection.ts';
+
+export interface StorePoolOptions extends StoreConnectionOptions {
+  /** Persistent connections kept open; commands are pipelined on them. */
+  readonly size?: number;
+}
+
+/**
+ * A small, fixed set of persistent connections. Commands go round-robin to a connected
+ * member; while none is connected they go to one that fails fast (or waits, if it is
+ * connecting), so no request hangs on a dead store.
+ */
+export class StorePool extends StoreCommands {
+  readonly connections: readonly StoreConnection[];
+  #next = 0;
+
+  constructor({ size = 4, ...options }: StorePoolOptions) {
+    super();
+    this.connections = Array.from({ length: size }, () => new StoreConnection(options));
+  }
+
+  /** Opens every connection; resolves when all have been tried, true if any is up. */
+  async connect(): Promise<boolean> {
+    const results = await Promise.allSettled(this.connections.map((c) => c.connect()));
+    return results.some((r) => r.status === 'fulfilled');
+  }
+
+  command(payload: Payload): Promise<string> {
+    const n = this.connections.length;
+    const start = this.#next;
+    this.#next = (start + 1) % n;
+    for (let i = 0; i < n; i++) {
+      const conn = this.connections[(start + i) % n]!;
+      if (conn.state === 'connected') return conn.command(payload);
+    }
+    return this.connections[start]!.command(payload);
+  }
+
+  /** How many connections are in each state, for kvbackend_store_pool_connections{state}. */
+  stateCounts(): Record<ConnectionState, number> {
+    const counts: Record<ConnectionState, number> = { idle: 0, connecting: 0, connected: 0, disconnected: 0, closed: 0 };
+    for (const c of this.connections) counts[c.state]++;
+    return counts;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.connections.map((c) => c.close()));
+  }
+
+  destroy(): void {
+    for (const c of this.connections) c.destroy();
+  }
+}

@@ -1,0 +1,224 @@
+import { createServer } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  StoreConnection,
+  StorePool,
+  StoreProtocolError,
+  StoreReplyError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+} from '../services/client/index.ts';
+import { listen } from '../services/shared/listen.ts';
+import { startFakeStore, type FakeAction, type FakeStore } from './helpers/fake-store.ts';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function fake(handle: (line: string) => FakeAction, port = 0): Promise<FakeStore> {
+  const store = await startFakeStore(handle, port);
+  cleanups.push(() => store.close());
+  return store;
+}
+
+function connection(port: number, options: Partial<ConstructorParameters<typeof StoreConnection>[0]> = {}): StoreConnection {
+  const conn = new StoreConnection({ host: '127.0.0.1', port, timeoutMs: 1000, ...options });
+  cleanups.push(() => conn.destroy());
+  return conn;
+}
+
+/** A port nothing listens on: bound, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  const port = await listen(server, 0, '127.0.0.1');
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+const scripted: Record<string, string> = {
+  'GET hello': 'VALUE d29ybGQ=',
+  'GET empty': 'VALUE ',
+  'GET stripped': 'VALUE',
+  'GET missing': 'NOT_FOUND',
+  'SET k v w': 'OK',
+  'SETEX k 10 v': 'OK',
+  'DELETE k': 'OK',
+  USAGE: 'USAGE 1234',
+  PING: 'PONG',
+  'TTL k': 'TTL 7',
+  'TTL forever': 'TTL -1',
+  'TTL missing': 'NOT_FOUND',
+  'EXPIRE k 5': 'OK',
+  'EXPIRE missing 5': 'NOT_FOUND',
+  STATS: 'STATS keys=3 usage_bytes=42 hits=1',
+  'GET boom': 'ERROR out of memory',
+  'GET weird': 'HELLO THERE',
+};
+
+describe('StoreConnection typed commands', () => {
+  it('parses every reply shape of the protocol', async () => {
+    const store = await fake((line) => scripted[line] ?? 'ERROR unknown command');
+    const conn = connection(store.port);
+    expect((await conn.get('hello'))?.toString()).toBe('world');
+    expect((await conn.get('empty'))?.length).toBe(0);
+    expect((await conn.get('stripped'))?.length).toBe(0);
+    expect(await conn.get('missing')).toBeNull();
+    await conn.set('k', 'v w');
+    await conn.set('k', 'v', 10);
+    await conn.del('k');
+    expect(await conn.usage()).toBe(1234);
+    await conn.ping();
+    expect(await conn.ttl('k')).toBe(7);
+    expect(await conn.ttl('forever')).toBe(-1);
+    expect(await conn.ttl('missing')).toBeNull();
+    expect(await conn.expire('k', 5)).toBe(true);
+    expect(await conn.expire('missing', 5)).toBe(false);
+    expect(await conn.stats()).toEqual({ keys: '3', usage_bytes: '42', hits: '1' });
+  });
+
+  it('turns ERROR replies into StoreReplyError and odd replies into StoreProtocolError', async () => {
+    const store = await fake((line) => scripted[line] ?? 'ERROR unknown command');
+    const conn = connection(store.port);
+    const err = await conn.get('boom').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreReplyError);
+    expect((err as StoreReplyError).reason).toBe('out of memory');
+    await expect(conn.get('weird')).rejects.toBeInstanceOf(StoreProtocolError);
+    // the connection is still usable after both
+    expect((await conn.get('hello'))?.toString()).toBe('world');
+  });
+
+  it('sends binary values byte for byte', async () => {
+    const store = await fake(() => 'OK');
+    const conn = connection(store.port);
+    const value = Buffer.from([0x00, 0xff, 0x20, 0x0d, 0x41]);
+    await conn.set('bin', value);
+    expect(store.receivedRaw).toEqual([Buffer.concat([Buffer.from('SET bin '), value])]);
+  });
+
+  it('refuses keys and values that would smuggle a second command, sending nothing', async () => {
+    const store = await fake(() => 'OK');
+    const conn = connection(store.port);
+    expect(() => conn.get('a\nDELETE b')).toThrow(RangeError);
+    expect(() => conn.get('a b')).toThrow(RangeError);
+    expect(() => conn.get('')).toThrow(RangeError);
+    expect(() => conn.get('x'.repeat(251))).toThrow(RangeError);
+    expect(() => conn.set('k', 'v\nDELETE b')).toThrow(RangeError);
+    expect(() => conn.set('k', 'ends with CR\r')).toThrow(RangeError);
+    expect(() => conn.set('k', 'v', 0)).toThrow(RangeError);
+    await conn.ping().catch(() => {}); // a real command, to prove the line count below
+    expect(store.received).toEqual(['PING']);
+  });
+});
+
+describe('StoreConnection pipelining and failures', () => {
+  it('matches 5,000 pipelined replies in order', async () => {
+    const store = await fake((line) => `VALUE ${Buffer.from(line.slice(4)).toString('base64')}`);
+    const conn = connection(store.port);
+    const keys = Array.from({ length: 5000 }, (_, i) => `key${i}`);
+    const values = await Promise.all(keys.map((k) => conn.get(k)));
+    expect(values.map((v) => v?.toString())).toEqual(keys);
+  });
+
+  it('fails with StoreUnavailableError when nothing listens, at once on later calls', async () => {
+    const conn = connection(await closedPort());
+    await expect(conn.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+    // now disconnected and backing off: the next command must not wait for a socket
+    await expect(conn.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(conn.connect()).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('times out when the store never answers, then works again on a new socket', async () => {
+    let silent = true;
+    const store = await fake(() => (silent ? { silent: true } : 'PONG'));
+    const conn = connection(store.port, { timeoutMs: 100 });
+    const results = await Promise.allSettled([conn.ping(), conn.ping(), conn.ping()]);
+    for (const r of results) {
+      expect(r.status).toBe('rejected');
+      expect((r as PromiseRejectedResult).reason).toBeInstanceOf(StoreTimeoutError);
+    }
+    silent = false;
+    // reconnects by itself; retry until the background reconnect has happened
+    await retryUntil(() => conn.ping());
+    expect(conn.state).toBe('connected');
+  });
+
+  it('rejects in-flight commands when the store dies mid-request', async () => {
+    const store = await fake((line) => (line === 'GET die' ? { close: true } : 'PONG'));
+    const conn = connection(store.port);
+    const inflight = [conn.get('die'), conn.ping(), conn.ping()];
+    for (const p of inflight) await expect(p).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('reconnects by itself when the store comes back on the same port', async () => {
+    let store = await startFakeStore(() => 'PONG');
+    const port = store.port;
+    const conn = connection(port);
+    await conn.ping();
+    await store.close();
+    await expect(conn.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+    store = await fake(() => 'PONG', port);
+    await retryUntil(() => conn.ping());
+    expect(conn.state).toBe('connected');
+  });
+
+  it('refuses commands past maxPending instead of queueing without bound', async () => {
+    const store = await fake(() => ({ silent: true }));
+    const conn = connection(store.port, { maxPending: 3, timeoutMs: 5000 });
+    const queued = [conn.ping(), conn.ping(), conn.ping()];
+    await expect(conn.ping()).rejects.toThrow(/too many pending/);
+    conn.destroy();
+    for (const p of queued) await expect(p).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it('close() lets pending commands finish first', async () => {
+    const store = await fake(() => 'PONG');
+    const conn = connection(store.port);
+    await conn.connect();
+    const pending = conn.ping();
+    await conn.close();
+    await expect(pending).resolves.toBeUndefined();
+    await expect(conn.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
+
+describe('StorePool', () => {
+  it('keeps persistent connections and spreads commands over them', async () => {
+    const store = await fake(() => 'PONG');
+    const pool = new StorePool({ host: '127.0.0.1', port: store.port, size: 3 });
+    cleanups.push(() => pool.destroy());
+    expect(await pool.connect()).toBe(true);
+    await Promise.all(Array.from({ length: 30 }, () => pool.ping()));
+    expect(store.sockets.size).toBe(3);
+    expect(pool.stateCounts().connected).toBe(3);
+  });
+
+  it('reports each typed command to its observer with result and duration', async () => {
+    const store = await fake((line) => scripted[line] ?? 'ERROR unknown command');
+    const pool = new StorePool({ host: '127.0.0.1', port: store.port, size: 1 });
+    cleanups.push(() => pool.destroy());
+    const seen: [string, string][] = [];
+    pool.observer = (command, result, seconds) => {
+      expect(seconds).toBeGreaterThanOrEqual(0);
+      seen.push([command, result]);
+    };
+    await pool.get('hello');
+    await pool.get('missing');
+    await pool.get('boom').catch(() => {});
+    expect(seen).toEqual([['GET', 'ok'], ['GET', 'not_found'], ['GET', 'error']]);
+  });
+});
+
+async function retryUntil(fn: () => Promise<unknown>, attempts = 200): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      await fn();
+      return;
+    } catch (err) {
+      if (i >= attempts) throw err;
+      // Wait for the connection to change state rather than for a fixed time.
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
