@@ -1,0 +1,164 @@
+import type { IncomingMessage } from 'node:http';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import type { StoreCommands } from '../client/store-commands.ts';
+import type { Logger } from '../shared/logger.ts';
+import { assignRequestId, createAccessLog } from './access-log.ts';
+import type { BackendMetrics } from './backend-metrics.ts';
+import { ALLOWED_METHODS, errorReplies, replyForStoreError, type ErrorReply } from './http-replies.ts';
+import { keyFromPath } from './key-from-path.ts';
+
+/** What the app needs from the store: a StorePool in production, anything alike in tests and benchmarks. */
+export type BackendStore = Pick<StoreCommands, 'get' | 'set' | 'del'>;
+
+export interface BackendAppOptions {
+  readonly store: BackendStore;
+  /** Omitted only to measure what metrics cost. */
+  readonly metrics?: BackendMetrics | undefined;
+  readonly logger: Logger;
+  /** Largest body accepted; more is 413 (and is not read). */
+  readonly maxValueBytes: number;
+  /** True once shutdown has begun: new requests get 503 and every response closes its connection. */
+  readonly isClosing?: () => boolean;
+}
+
+const TEXT = 'text/plain; charset=utf-8';
+const LF = 0x0a;
+const CR = 0x0d;
+const MAX_TTL = 1_000_000_000;
+
+/** `?ttl=` of a PUT/POST: undefined when absent, NaN when malformed or out of range. */
+function ttlFromUrl(url: string): number | undefined {
+  const q = url.indexOf('?');
+  if (q === -1) return undefined;
+  const values = new URLSearchParams(url.slice(q + 1)).getAll('ttl');
+  if (values.length === 0) return undefined;
+  if (values.length > 1 || !/^\d{1,20}$/.test(values[0]!)) return NaN;
+  const seconds = Number(values[0]);
+  return seconds >= 1 && seconds <= MAX_TTL ? seconds : NaN;
+}
+
+/**
+ * The HTTP cache of SPEC §2 as an Express app (no listening here, so supertest can
+ * drive it). One middleware answers every request: the hot path (GET of a key) runs
+ * no router, body parser or query parser, and writes the response with Node's own calls.
+ */
+export function createBackendApp({ store, metrics, logger, maxValueBytes, isClosing = () => false }: BackendAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  // Access logs cost a child logger per request; skip them when nothing would be written.
+  const accessLog = logger.isLevelEnabled('warn') ? createAccessLog(logger) : undefined;
+
+  app.use((req: Request, res: Response) => {
+    const started = performance.now();
+    assignRequestId(req, res);
+    accessLog?.(req, res);
+
+    const finish = (status: number, body?: Buffer, contentType = TEXT): void => {
+      if (isClosing()) res.setHeader('Connection', 'close');
+      res.statusCode = status;
+      if (body !== undefined) {
+        res.setHeader('Content-Type', contentType);
+        res.setHeader('Content-Length', body.length);
+      }
+      if (!res.destroyed) res.end(req.method === 'HEAD' ? undefined : body);
+      metrics?.recordRequest(req.method, status, (performance.now() - started) / 1000);
+    };
+    const fail = (reply: ErrorReply): void => finish(reply.status, reply.body);
+    const storeFailed = (err: unknown): void => {
+      const reply = replyForStoreError(err);
+      if (reply.status >= 500 && err instanceof Error) res.err = err;
+      if (reply === errorReplies.internal) logger.error({ err }, 'unexpected error while answering a request');
+      fail(reply);
+    };
+
+    if (isClosing()) return fail(errorReplies.shuttingDown);
+    const found = keyFromPath(req.url);
+    if ('error' in found && found.error === 'missing') return fail(errorReplies.missingKey);
+    const method = req.method;
+    if (method !== 'GET' && method !== 'HEAD' && method !== 'PUT' && method !== 'POST' && method !== 'DELETE') {
+      res.setHeader('Allow', ALLOWED_METHODS);
+      return fail(errorReplies.methodNotAllowed);
+    }
+    if ('error' in found) return fail(errorReplies.invalidKey);
+    const key = found.key;
+
+    try {
+      if (method === 'GET' || method === 'HEAD') {
+        store.get(key).then((value) => (value === null ? fail(errorReplies.notFound) : finish(200, value)), storeFailed);
+      } else if (method === 'DELETE') {
+        store.del(key).then(() => finish(204), storeFailed);
+      } else {
+        const ttl = ttlFromUrl(req.url);
+        if (Number.isNaN(ttl)) return fail(errorReplies.invalidTtl);
+        readBody(req, maxValueBytes, (outcome, body) => {
+          if (outcome === 'too_large') {
+            // The rest of the body is not read: close the connection after the answer.
+            res.setHeader('Connection', 'close');
+            return fail(errorReplies.valueTooLarge);
+          }
+          if (outcome === 'aborted') return; // the client is gone; nothing to answer
+          // A line break would end the store command early and start another one.
+          if (body!.includes(LF) || body!.includes(CR)) return fail(errorReplies.lineBreakInValue);
+          store.set(key, body!, ttl).then(() => finish(204), storeFailed);
+        });
+      }
+    } catch (err) {
+      storeFailed(err);
+    }
+  });
+
+  // Reached only if the handler above throws synchronously past its own try (a bug).
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    logger.error({ err }, 'unhandled error in the backend app');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.statusCode = 500;
+    res.setHeader('Content-Type', TEXT);
+    res.end(errorReplies.internal.body);
+  });
+
+  return app;
+}
+
+type BodyOutcome = 'ok' | 'too_large' | 'aborted';
+
+/**
+ * Reads a request body of at most `limit` bytes. A declared Content-Length over the
+ * limit is refused before anything is read; a longer chunked body is refused as soon
+ * as it passes the limit, and the chunks read so far are dropped.
+ */
+function readBody(req: IncomingMessage, limit: number, done: (outcome: BodyOutcome, body?: Buffer) => void): void {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return done('too_large');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let settled = false;
+  const settle = (outcome: BodyOutcome, body?: Buffer): void => {
+    if (settled) return;
+    settled = true;
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('error', onAbort);
+    req.off('close', onAbort);
+    done(outcome, body);
+  };
+  const onData = (chunk: Buffer): void => {
+    size += chunk.length;
+    if (size > limit) {
+      chunks.length = 0;
+      settle('too_large');
+      req.resume(); // keep discarding until the connection closes; nothing more is held
+      return;
+    }
+    chunks.push(chunk);
+  };
+  const onEnd = (): void => settle('ok', chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+  const onAbort = (): void => settle('aborted');
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', onAbort);
+  req.on('close', onAbort);
+}

@@ -1,0 +1,126 @@
+import { createServer, type Server } from 'node:http';
+import type { Registry } from 'prom-client';
+import { probeUsage } from '../client/probe-usage.ts';
+import { StorePool } from '../client/store-pool.ts';
+import { createAdminApp } from '../shared/admin-app.ts';
+import type { BackendConfig } from '../shared/config.ts';
+import { listen } from '../shared/listen.ts';
+import type { Logger } from '../shared/logger.ts';
+import { createMetricsRegistry } from '../shared/metrics-registry.ts';
+import { createBackendApp } from './backend-app.ts';
+import { createBackendMetrics } from './backend-metrics.ts';
+import { startStoreMonitor, type StoreMonitor } from './store-monitor.ts';
+
+export interface BackendDeps {
+  readonly logger: Logger;
+  /** A fresh registry (with process metrics) when omitted. */
+  readonly registry?: Registry;
+  /** How long close() lets in-flight requests run before cutting their connections. */
+  readonly shutdownGraceMs?: number;
+  /** Period of the USAGE probe behind kvbackend_store_up (SPEC §3: 5 s). */
+  readonly monitorIntervalMs?: number;
+}
+
+export interface BackendService {
+  readonly port: number;
+  readonly metricsPort: number;
+  readonly pool: StorePool;
+  readonly registry: Registry;
+  readonly monitor: StoreMonitor;
+  /** Graceful: stop accepting, let in-flight requests finish (new ones get 503), then close the pool and the admin port. */
+  close(): Promise<void>;
+  /** Immediate and idempotent. */
+  destroy(): void;
+}
+
+const PROBE_TIMEOUT_MS = 1000;
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+  });
+}
+
+/**
+ * The HTTP backend: one StorePool shared by every request, the public HTTP port, and
+ * the admin port (/metrics, /livez, /readyz, /healthz). It starts whether or not the
+ * store is up; the pool connects and reconnects by itself.
+ */
+export async function startBackendService(config: BackendConfig, deps: BackendDeps): Promise<BackendService> {
+  const { logger } = deps;
+  const registry = deps.registry ?? createMetricsRegistry();
+  const store = config.store;
+  const pool = new StorePool({
+    host: store.host,
+    port: store.port,
+    size: config.storePoolSize,
+    timeoutMs: config.storeTimeoutMs,
+    // A GET reply carries the value in base64: 4 bytes for every 3, plus `VALUE `.
+    maxReplyBytes: Math.ceil(config.maxValueBytes / 3) * 4 + 512,
+  });
+  const metrics = createBackendMetrics({ registry, poolStates: () => pool.stateCounts() });
+  pool.observer = metrics.observeCommand;
+
+  let closing = false;
+  const app = createBackendApp({ store: pool, metrics, logger, maxValueBytes: config.maxValueBytes, isClosing: () => closing });
+  const server = createServer(app);
+  // Once shutdown begins, readiness fails so load balancers stop sending traffic.
+  const probe = (): Promise<number> =>
+    closing ? Promise.reject(new Error('shutting down')) : probeUsage({ host: store.host, port: store.port, timeoutMs: PROBE_TIMEOUT_MS });
+  const admin = createServer(createAdminApp({ registry, probe }));
+
+  let port: number;
+  let metricsPort: number;
+  try {
+    port = await listen(server, config.port, config.host);
+    metricsPort = await listen(admin, config.metricsPort, config.host);
+  } catch (err) {
+    pool.destroy();
+    server.close();
+    admin.close();
+    throw err;
+  }
+
+  pool.connect().catch(() => {}); // a store that is down now is retried in the background
+  const monitor = startStoreMonitor({ probe, onResult: (usage) => metrics.recordProbe(usage), intervalMs: deps.monitorIntervalMs });
+  logger.info({ port, metricsPort, host: config.host, store: `${store.host}:${store.port}`, poolSize: config.storePoolSize }, 'kvbackend ready');
+
+  let closed: Promise<void> | undefined;
+  return {
+    port,
+    metricsPort,
+    pool,
+    registry,
+    monitor,
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        logger.info('kvbackend shutting down');
+        // server.close() stops accepting and ends idle keep-alive connections; busy ones
+        // end after their response (which carries Connection: close while closing).
+        const drained = closeServer(server);
+        const grace = setTimeout(() => server.closeAllConnections(), deps.shutdownGraceMs ?? 10_000);
+        grace.unref();
+        await drained;
+        clearTimeout(grace);
+        await monitor.close();
+        await pool.close();
+        const adminClosed = closeServer(admin);
+        admin.closeIdleConnections();
+        await adminClosed;
+        logger.info('kvbackend stopped');
+      })();
+      return closed;
+    },
+    destroy() {
+      closing = true;
+      server.closeAllConnections();
+      server.close();
+      admin.closeAllConnections();
+      admin.close();
+      void monitor.close();
+      pool.destroy();
+    },
+  };
+}

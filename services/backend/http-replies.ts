@@ -1,0 +1,37 @@
+import { StoreProtocolError, StoreReplyError, StoreTimeoutError, StoreUnavailableError } from '../client/errors.ts';
+
+/** A fixed error reply: status and a short plain-text body (never a stack trace). */
+export interface ErrorReply {
+  readonly status: number;
+  readonly body: Buffer;
+}
+
+const reply = (status: number, text: string): ErrorReply => Object.freeze({ status, body: Buffer.from(`${text}\n`) });
+
+/** Every error the backend answers with (SPEC §2), in one place. */
+export const errorReplies = Object.freeze({
+  missingKey: reply(400, 'missing key: the key is the first path segment, as in /my-key'),
+  invalidKey: reply(400, 'invalid key: 1 to 250 bytes of UTF-8 after percent-decoding, no spaces or control characters'),
+  invalidTtl: reply(400, 'invalid ttl: expected whole seconds from 1 to 1000000000'),
+  lineBreakInValue: reply(400, 'invalid value: the body cannot contain CR or LF'),
+  notFound: reply(404, 'not found'),
+  methodNotAllowed: reply(405, 'method not allowed'),
+  valueTooLarge: reply(413, 'value too large'),
+  internal: reply(500, 'internal error'),
+  badStoreReply: reply(502, 'bad reply from the store'),
+  storeUnavailable: reply(503, 'store unavailable'),
+  shuttingDown: reply(503, 'shutting down'),
+  storeTimeout: reply(504, 'store did not answer in time'),
+  storeOutOfMemory: reply(507, 'store out of memory'),
+});
+
+/** The reply for a failed store command. */
+export function replyForStoreError(err: unknown): ErrorReply {
+  if (err instanceof StoreUnavailableError) return errorReplies.storeUnavailable;
+  if (err instanceof StoreTimeoutError) return errorReplies.storeTimeout;
+  if (err instanceof StoreReplyError) return err.reason === 'out of memory' ? errorReplies.storeOutOfMemory : errorReplies.badStoreReply;
+  if (err instanceof StoreProtocolError) return errorReplies.badStoreReply;
+  return errorReplies.internal;
+}
+
+export const ALLOWED_METHODS = 'GET, HEAD, PUT, POST, DELETE';
