@@ -1,0 +1,70 @@
+import { cliCommands, findCommand } from './cli-commands.ts';
+import { DEFAULT_TIMEOUT_MS } from './cli-args.ts';
+import { DEFAULT_STORE } from './store-address.ts';
+
+const pad = (s: string, n: number) => s.padEnd(n);
+
+export function generalHelp(): string {
+  const width = Math.max(...cliCommands.map((c) => c.synopsis.length), 'bench [options]'.length) + 2;
+  return `kv — command-line client of the kvstack store
+
+Usage:
+  kv [options] <command> [args...]   run one command and exit
+  kv [options]                       interactive prompt on one connection
+  kv bench [options]                 load generator (kv bench --help)
+  kv help <command>                  details of one command
+
+Commands:
+${cliCommands.map((c) => `  ${pad(c.synopsis, width)}${c.summary}`).join('\n')}
+  ${pad('bench [options]', width)}benchmark the store (or Redis, --protocol resp)
+
+Options (before or after the command; \`--\` ends them):
+  --host <host>      store host (overrides KV_STORE)
+  --port <port>      store port (overrides KV_STORE)
+  --timeout <ms>     time-out per command, connecting included (default ${DEFAULT_TIMEOUT_MS})
+  --json             print one JSON object per reply on stdout
+  --help             this text
+
+Environment:
+  KV_STORE           store address host:port (default ${DEFAULT_STORE}), as the backend reads it
+
+Exit status:
+  0 success, 1 not found (get, ttl, expire), 2 error: bad arguments, store unreachable,
+  time-out, or an ERROR reply; the reason is printed on stderr.
+
+JSON (--json), one object per reply:
+  {"ok":true}                                  set, setex, del, expire
+  {"ok":true,"value":"hi","encoding":"utf8"}   get; "encoding":"base64" when the value is not UTF-8
+  {"ok":true,"ttl":12}  {"ok":true,"usage":1234}  {"ok":true,"stats":{...}}  {"ok":true,"reply":"PONG"}
+  {"ok":false,"notFound":true}
+  {"ok":false,"error":"<reason>","kind":"reply|usage|unavailable|timeout|protocol"}
+
+Examples:
+  kv set greeting hello world
+  kv get greeting
+  kv setex session:1 60 -  < token.bin
+  KV_STORE=cache.internal:8765 kv stats
+`;
+}
+
+export function commandHelp(name: string): string | undefined {
+  if (name === 'bench') return undefined; // bench has its own --help
+  const cmd = findCommand(name);
+  if (!cmd) return undefined;
+  const aliases = cmd.aliases.length ? `\nAlias: ${cmd.aliases.join(', ')}` : '';
+  return `Usage: kv ${cmd.synopsis}\n\n${cmd.summary[0]!.toUpperCase()}${cmd.summary.slice(1)}. ${cmd.details}${aliases}\n`;
+}
+
+/** `help` inside the interactive prompt: the protocol, since lines are sent as typed. */
+export function replHelp(): string {
+  return `Lines are sent to the store as typed (command names are case-insensitive):
+  GET <key>                        "value" (decoded), or (nil)
+  SET <key> <value>                the value is everything after the key's space
+  SETEX <key> <seconds> <value>
+  DELETE <key>
+  TTL <key>                        TTL <seconds>, TTL -1 (no expiry), or (nil)
+  EXPIRE <key> <seconds>
+  USAGE   PING   STATS
+Store errors are shown as (error) <reason>. Local commands: help, quit (or exit, Ctrl-D).
+`;
+}
