@@ -1,0 +1,124 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { LineFramer } from '../services/protocol/line-framer.ts';
+
+interface Framed {
+  lines: string[];
+  overflows: number;
+  /** The most bytes the framer held for an incomplete line at any point. */
+  maxBuffered: number;
+}
+
+/** Feeds `input` in chunks of `step` bytes (0 = whole) and records what comes out. */
+function frame(input: Buffer, max: number, step = 0, stopOn?: string): Framed {
+  const out: Framed = { lines: [], overflows: 0, maxBuffered: 0 };
+  const framer: LineFramer = new LineFramer(max, {
+    onLine(buf, start, end) {
+      const line = buf.toString('latin1', start, end);
+      out.lines.push(line);
+      if (line === stopOn) framer.stop();
+    },
+    onOverflow() {
+      out.overflows++;
+    },
+  });
+  const size = step === 0 ? Math.max(input.length, 1) : step;
+  for (let i = 0; i < input.length; i += size) {
+    framer.push(input.subarray(i, i + size));
+    out.maxBuffered = Math.max(out.maxBuffered, framer.bufferedBytes);
+  }
+  return out;
+}
+
+const b = (s: string) => Buffer.from(s, 'latin1');
+
+// [name, input, max line bytes, lines, overflows]
+const cases: [string, string, number, string[], number][] = [
+  ['LF-terminated lines', 'a\nbc\n', 8, ['a', 'bc'], 0],
+  ['CRLF: the CR is dropped', 'a\r\nbc\r\n', 8, ['a', 'bc'], 0],
+  ['a CR without LF stays in the line', 'a\rb\n', 8, ['a\rb'], 0],
+  ['only the last CR before LF is dropped', 'a\r\r\n', 8, ['a\r'], 0],
+  ['a lone CR at the end of the input is held', 'a\r', 8, [], 0],
+  ['empty lines', '\n\r\n\n', 8, ['', '', ''], 0],
+  ['no LF yet: nothing delivered', 'abc', 8, [], 0],
+  ['a line exactly at the bound', 'x'.repeat(8) + '\n', 8, ['x'.repeat(8)], 0],
+  ['the bound counts the CR', 'x'.repeat(7) + '\r\n', 8, ['x'.repeat(7)], 0],
+  ['a line one byte over the bound', 'x'.repeat(9) + '\n', 8, [], 1],
+  ['a CRLF line over the bound by its CR', 'x'.repeat(8) + '\r\n', 8, [], 1],
+  ['lines before an over-long line are delivered, nothing after it', 'ok\n' + 'x'.repeat(9) + '\nafter\nmore\n', 8, ['ok'], 1],
+  ['an over-long line without LF overflows once', 'y\n' + 'x'.repeat(40), 8, ['y'], 1],
+  ['bytes over 0x7f pass through', '\xff\x00\x80\n', 8, ['\xff\x00\x80'], 0],
+];
+
+describe('LineFramer', () => {
+  for (const [name, input, max, lines, overflows] of cases) {
+    for (const [how, step] of [['whole', 0], ['byte by byte', 1], ['in pairs', 2], ['in threes', 3]] as const) {
+      it(`${name} (${how})`, () => {
+        const got = frame(b(input), max, step);
+        expect(got.lines).toEqual(lines);
+        expect(got.overflows).toBe(overflows);
+        expect(got.maxBuffered).toBeLessThanOrEqual(max);
+      });
+    }
+  }
+
+  it('joins a CRLF split between chunks', () => {
+    const lines: string[] = [];
+    const framer = new LineFramer(16, { onLine: (buf, s, e) => lines.push(buf.toString('latin1', s, e)), onOverflow() {} });
+    framer.push(b('GET k\r'));
+    expect(lines).toEqual([]);
+    framer.push(b('\nPING\r'));
+    framer.push(b('\n'));
+    expect(lines).toEqual(['GET k', 'PING']);
+    expect(framer.bufferedBytes).toBe(0);
+  });
+
+  it('stop() from inside onLine drops the rest of the chunk and every later chunk', () => {
+    for (const step of [0, 1]) {
+      expect(frame(b('PING\nQUIT\nGET k\nSET k v\n'), 16, step, 'QUIT').lines).toEqual(['PING', 'QUIT']);
+    }
+  });
+
+  it('never holds more than the bound, and ignores everything after an overflow', () => {
+    const framer = new LineFramer(1000, { onLine() {}, onOverflow() {} });
+    for (let i = 0; i < 100; i++) {
+      framer.push(Buffer.alloc(64, 0x61));
+      expect(framer.bufferedBytes).toBeLessThanOrEqual(1000);
+    }
+    expect(framer.overflowed).toBe(true);
+    expect(framer.bufferedBytes).toBe(0);
+  });
+
+  it('a held partial line does not keep the chunk it came from', () => {
+    let line: Buffer | undefined;
+    const framer = new LineFramer(100, { onLine: (buf, s, e) => (line = buf.subarray(s, e)), onOverflow() {} });
+    const chunk = b('SET k abc');
+    framer.push(chunk);
+    chunk.fill(0x7a); // the socket reuses or drops its chunk: the line must not change
+    framer.push(b('def\n'));
+    expect(line!.toString('latin1')).toBe('SET k abcdef');
+  });
+
+  it('any chunking of a stream gives the same lines as the whole stream', () => {
+    const alphabet = fc.constantFrom(...b('ab \r\n\xff'));
+    fc.assert(
+      fc.property(fc.array(alphabet, { maxLength: 200 }), fc.array(fc.integer({ min: 1, max: 20 }), { minLength: 1, maxLength: 50 }), (bytes, cuts) => {
+        const input = Buffer.from(bytes);
+        const whole = frame(input, 12);
+        const lines: string[] = [];
+        let overflows = 0;
+        const framer = new LineFramer(12, { onLine: (buf, s, e) => lines.push(buf.toString('latin1', s, e)), onOverflow: () => overflows++ });
+        let pos = 0;
+        for (let i = 0; pos < input.length; i++) {
+          const n = cuts[i % cuts.length]!;
+          framer.push(input.subarray(pos, pos + n));
+          expect(framer.bufferedBytes).toBeLessThanOrEqual(12);
+          pos += n;
+        }
+        expect(lines).toEqual(whole.lines);
+        expect(overflows).toBe(whole.overflows);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
