@@ -1,9 +1,10 @@
 import { ConfigError, loadBackendConfig, type BackendConfig } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
-import { startBackendService } from './backend-service.ts';
+import { startBackendService, type BackendService } from './backend-service.ts';
 
 // Entry point: config from the environment, start, and a graceful stop on SIGTERM/SIGINT
-// (a second signal stops at once).
+// (a second signal stops at once). Exit 0 after a graceful stop, 1 on a bad setting or
+// a failed start.
 let config: BackendConfig;
 try {
   config = loadBackendConfig(process.env);
@@ -15,39 +16,50 @@ try {
 
 const logger = createLogger({ name: 'kvbackend', level: config.logLevel });
 
-try {
-  const service = await startBackendService(config, { logger });
-  let stopping = false;
-  // Leave by letting the event loop empty (so the async log destination flushes); the
-  // unref'd timer only fires if something unexpected still holds the process open.
-  const leave = (code: number): void => {
-    process.exitCode = code;
-    logger.flush();
-    setTimeout(() => process.exit(code), 2000).unref();
-  };
-  const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) {
-      logger.warn({ signal }, 'second signal: stopping now');
-      service.destroy();
+// Leave by letting the event loop empty (so the async log destination flushes); the
+// unref'd timer only fires if something unexpected still holds the process open.
+function leave(code: number): void {
+  process.exitCode = code;
+  logger.flush();
+  setTimeout(() => process.exit(code), 2000).unref();
+}
+
+let service: BackendService | undefined;
+let stopRequested: NodeJS.Signals | undefined;
+
+function stop(signal: NodeJS.Signals): void {
+  if (stopRequested) {
+    logger.warn({ signal }, 'second signal: stopping now');
+    service?.destroy();
+    leave(1);
+    return;
+  }
+  stopRequested = signal;
+  logger.info({ signal }, 'signal received');
+  if (!service) return; // still starting: stopped as soon as it is up
+  service.close().then(
+    () => leave(0),
+    (err: unknown) => {
+      logger.error({ err }, 'shutdown failed');
+      service?.destroy();
       leave(1);
-      return;
-    }
-    stopping = true;
-    logger.info({ signal }, 'signal received');
-    service.close().then(
-      () => leave(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        service.destroy();
-        leave(1);
-      },
-    );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+    },
+  );
+}
+
+// Installed before the ready line is written, so a signal right after it is handled.
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+
+try {
+  service = await startBackendService(config, { logger });
+  if (stopRequested) {
+    const signal = stopRequested;
+    stopRequested = undefined;
+    stop(signal);
+  }
 } catch (err) {
   const message = err instanceof Error ? err.message : String(err);
   logger.fatal({ err: { message } }, `kvbackend failed to start: ${message}`);
-  logger.flush();
-  process.exitCode = 1;
+  leave(1);
 }

@@ -45,7 +45,7 @@ export function startStoreMonitor({ probe, onResult, intervalMs = 5000 }: StoreM
   run();
 
   return {
-    nextResult: () => new Promise((resolve) => waiters.push(resolve)),
+    nextResult: () => (closed ? Promise.resolve(undefined) : new Promise((resolve) => waiters.push(resolve))),
     async close() {
       closed = true;
       clearTimeout(timer);
