@@ -1,0 +1,171 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { COMMAND_NAMES, PARSE_ERROR_REASONS } from '../protocol/command-parser.ts';
+
+/**
+ * The store's metrics (SPEC §4).
+ *
+ * Recording happens per command, hundreds of thousands of times a second, so the hot
+ * path only adds to plain typed arrays indexed by command, result and bucket (prom-client's
+ * labelled inc()/observe() hash a label object on every call). The totals are handed to
+ * prom-client at scrape time: scalar series through collect(), the labelled counters and
+ * the histogram through small metric objects that render prom-client's `get()` format.
+ */
+
+export const RESULT_OK = 0;
+export const RESULT_NOT_FOUND = 1;
+export const RESULT_ERROR = 2;
+const RESULTS = ['ok', 'not_found', 'error'] as const;
+
+/** Protocol error reasons: the parser's, in its code order, then the framer's. */
+export const PROTOCOL_ERROR_REASONS = [...PARSE_ERROR_REASONS.slice(1), 'line_too_long'] as const;
+/** Index into PROTOCOL_ERROR_REASONS of a parser error code (codes start at 1). */
+export const reasonIndexOfParseError = (code: number): number => code - 1;
+export const LINE_TOO_LONG = PROTOCOL_ERROR_REASONS.indexOf('line_too_long');
+
+/** Upper bounds in seconds: 25 µs doubling to about 1.6 s (sub-millisecond resolution where commands live). */
+export const DURATION_BUCKETS: readonly number[] = Array.from({ length: 17 }, (_, k) => Number((0.000025 * 2 ** k).toPrecision(6)));
+
+const COMMANDS = COMMAND_NAMES.length;
+const SLOTS = DURATION_BUCKETS.length + 1; // the last slot is +Inf
+
+/** What the store's scrape-time series read from the engine. */
+export interface EngineStats {
+  readonly usageBytes: number;
+  readonly keyCount: number;
+  readonly maxMemoryBytes: number;
+  readonly evictions: number;
+  readonly expired: number;
+  readonly hits: number;
+  readonly misses: number;
+}
+
+export interface StoreMetricsOptions {
+  readonly registry: Registry;
+  readonly engine: EngineStats;
+  /** Open client connections right now. */
+  readonly connections: () => number;
+}
+
+/** Counts kept by the server; plain fields and arrays so recording is a few adds. */
+export class StoreMetrics {
+  /** [command * 3 + result] */
+  readonly commands = new Float64Array(COMMANDS * 3);
+  /** [command * SLOTS + bucket], not cumulative. */
+  readonly durationCounts = new Float64Array(COMMANDS * SLOTS);
+  readonly durationSums = new Float64Array(COMMANDS);
+  /** [index into PROTOCOL_ERROR_REASONS] */
+  readonly protocolErrors = new Float64Array(PROTOCOL_ERROR_REASONS.length);
+  connectionsTotal = 0;
+  rejectedConnections = 0;
+  receivedBytes = 0;
+  sentBytes = 0;
+
+  /** One command answered: its code, result and how long it took. */
+  record(command: number, result: number, seconds: number): void {
+    this.commands[command * 3 + result]!++;
+    let b = 0;
+    while (b < SLOTS - 1 && seconds > DURATION_BUCKETS[b]!) b++;
+    this.durationCounts[command * SLOTS + b]!++;
+    this.durationSums[command]! += seconds;
+  }
+
+  reset(): void {
+    this.commands.fill(0);
+    this.durationCounts.fill(0);
+    this.durationSums.fill(0);
+    this.protocolErrors.fill(0);
+    this.connectionsTotal = this.rejectedConnections = this.receivedBytes = this.sentBytes = 0;
+  }
+}
+
+interface MetricValue {
+  readonly value: number;
+  readonly labels: Record<string, string | number>;
+  readonly metricName?: string;
+}
+
+/**
+ * A metric whose series are computed at scrape time, in the shape prom-client's
+ * Registry renders (name, help, type, async get()).
+ */
+class ScrapeTimeMetric {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'histogram';
+  readonly aggregator = 'sum' as const;
+  readonly #values: () => MetricValue[];
+  readonly reset: () => void;
+
+  constructor(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[], reset: () => void) {
+    this.name = name;
+    this.help = help;
+    this.type = type;
+    this.#values = values;
+    this.reset = reset;
+  }
+
+  async get() {
+    return { name: this.name, help: this.help, type: this.type, values: this.#values(), aggregator: this.aggregator };
+  }
+}
+
+/** Registers every store metric on `registry` and returns the counts the server feeds. */
+export function createStoreMetrics({ registry, engine, connections }: StoreMetricsOptions): StoreMetrics {
+  const m = new StoreMetrics();
+  const registers = [registry];
+  const reset = () => m.reset();
+
+  registry.registerMetric(
+    new ScrapeTimeMetric('kvstore_commands_total', 'Commands answered, by command (UNKNOWN for unknown names) and result (ok, not_found, error).', 'counter', () => {
+      const values: MetricValue[] = [];
+      for (let c = 0; c < COMMANDS; c++) {
+        for (let r = 0; r < 3; r++) values.push({ value: m.commands[c * 3 + r]!, labels: { command: COMMAND_NAMES[c]!, result: RESULTS[r]! } });
+      }
+      return values;
+    }, reset) as never,
+  );
+
+  registry.registerMetric(
+    new ScrapeTimeMetric('kvstore_command_duration_seconds', 'Time to execute a command in the store, from parsed line to reply, in seconds.', 'histogram', () => {
+      const values: MetricValue[] = [];
+      const name = 'kvstore_command_duration_seconds';
+      for (let c = 0; c < COMMANDS; c++) {
+        const command = COMMAND_NAMES[c]!;
+        let cumulative = 0;
+        for (let b = 0; b < SLOTS; b++) {
+          cumulative += m.durationCounts[c * SLOTS + b]!;
+          const le = b < SLOTS - 1 ? DURATION_BUCKETS[b]! : '+Inf';
+          values.push({ value: cumulative, labels: { le, command }, metricName: `${name}_bucket` });
+        }
+        values.push({ value: m.durationSums[c]!, labels: { command }, metricName: `${name}_sum` });
+        values.push({ value: cumulative, labels: { command }, metricName: `${name}_count` });
+      }
+      return values;
+    }, reset) as never,
+  );
+
+  registry.registerMetric(
+    new ScrapeTimeMetric('kvstore_protocol_errors_total', 'Malformed or refused lines, by reason.', 'counter', () =>
+      PROTOCOL_ERROR_REASONS.map((reason, i) => ({ value: m.protocolErrors[i]!, labels: { reason } })), reset) as never,
+  );
+
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({ name, help, registers, collect() { this.set(read()); } });
+  const counter = (name: string, help: string, read: () => number) =>
+    new Counter({ name, help, registers, collect() { this.reset(); this.inc(read()); } });
+
+  gauge('kvstore_usage_bytes', 'Bytes held: key bytes plus value bytes over all entries (the USAGE reply).', () => engine.usageBytes);
+  gauge('kvstore_max_memory_bytes', 'The MAX_MEMORY_BYTES cap on usage.', () => engine.maxMemoryBytes);
+  gauge('kvstore_keys', 'Keys held.', () => engine.keyCount);
+  gauge('kvstore_connections', 'Open client connections.', connections);
+  counter('kvstore_evictions_total', 'Keys evicted to make room (EVICTION_POLICY=lru).', () => engine.evictions);
+  counter('kvstore_expired_keys_total', 'Keys removed because their time to live ran out.', () => engine.expired);
+  counter('kvstore_keyspace_hits_total', 'Key lookups that found the key.', () => engine.hits);
+  counter('kvstore_keyspace_misses_total', 'Key lookups that did not find the key.', () => engine.misses);
+  counter('kvstore_connections_total', 'Client connections accepted.', () => m.connectionsTotal);
+  counter('kvstore_rejected_connections_total', 'Client connections refused because MAX_CONNECTIONS was reached.', () => m.rejectedConnections);
+  counter('kvstore_network_received_bytes_total', 'Bytes read from clients.', () => m.receivedBytes);
+  counter('kvstore_network_sent_bytes_total', 'Bytes of replies written to clients.', () => m.sentBytes);
+
+  return m;
+}

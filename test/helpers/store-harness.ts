@@ -1,0 +1,54 @@
+import type { DestinationStream } from 'pino';
+import { loadStoreConfig, type StoreConfig } from '../../services/shared/config.ts';
+import { createLogger } from '../../services/shared/logger.ts';
+import { startStoreService, type StoreDeps, type StoreService } from '../../services/store/store-service.ts';
+import { track } from './cleanup.ts';
+import { LineClient } from './line-client.ts';
+
+/** A clock the test moves by hand: TTLs are tested without sleeping. */
+export class ManualClock {
+  ms = 1_700_000_000_000;
+  readonly now = (): number => this.ms;
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+export interface TestStore {
+  readonly service: StoreService;
+  readonly port: number;
+  readonly metricsPort: number;
+  readonly config: StoreConfig;
+  /** Every JSON log line, parsed (nothing is printed). */
+  readonly logs: Record<string, unknown>[];
+  readonly clock: ManualClock;
+  client(): Promise<LineClient>;
+  /** GET on the admin port, resolving with status and body. */
+  admin(path: string): Promise<{ status: number; body: string }>;
+}
+
+/**
+ * Starts the store service on port 0 (TCP and admin), with a manual engine clock and
+ * the logs captured in memory. Destroyed by destroyAll() in afterEach.
+ */
+export async function startTestStore(overrides: Partial<StoreConfig> = {}, deps: Partial<StoreDeps> = {}): Promise<TestStore> {
+  const config = loadStoreConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, ...overrides });
+  const logs: Record<string, unknown>[] = [];
+  const destination: DestinationStream = { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
+  const logger = createLogger({ name: 'kvstore', level: config.logLevel, destination });
+  const clock = new ManualClock();
+  const service = track(await startStoreService(config, { logger, now: clock.now, ...deps }));
+  return {
+    service,
+    port: service.port,
+    metricsPort: service.metricsPort,
+    config,
+    logs,
+    clock,
+    client: () => LineClient.connect(service.port),
+    async admin(path) {
+      const res = await fetch(`http://127.0.0.1:${service.metricsPort}${path}`);
+      return { status: res.status, body: await res.text() };
+    },
+  };
+}
