@@ -110,7 +110,10 @@ export class LoadGenerator {
           reject(new Error(`cannot connect to ${host}:${port}: ${(err as NodeJS.ErrnoException).code ?? err.message}`));
           this.#fail(new Error(`connection to ${host}:${port} failed: ${err.message}`));
         });
-        socket.on('close', () => this.#fail(new Error(`the server at ${host}:${port} closed a connection during the run`)));
+        socket.on('close', () => {
+          clearTimeout(timer);
+          this.#fail(new Error(`the server at ${host}:${port} closed a connection during the run`));
+        });
       });
     });
     try {

@@ -1,0 +1,230 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadStoreConfig } from '../services/shared/config.ts';
+import { listen } from '../services/shared/listen.ts';
+import { createLogger } from '../services/shared/logger.ts';
+import { startStoreService, type StoreService } from '../services/store/store-service.ts';
+import { startFakeStore } from './helpers/fake-store.ts';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function startStore(): Promise<StoreService> {
+  const config = loadStoreConfig({}, { port: 0, metricsPort: 0, logLevel: 'silent' });
+  const store = await startStoreService(config, { logger: createLogger({ name: 'kvstore', level: 'silent' }) });
+  cleanups.push(() => store.destroy());
+  return store;
+}
+
+function kvBench(port: number, args: string[]): Promise<{ code: number | null; out: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/kv.js', 'bench', '--port', String(port), '--warmup', '0', ...args], {
+      cwd: root,
+      env: { ...process.env, KV_STORE: '127.0.0.1:1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, stderr }));
+  });
+}
+
+/** kvstore_commands_total summed over every label set, from the store's /metrics. */
+async function commandsCounted(store: StoreService): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${store.metricsPort}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^kvstore_commands_total\{[^}]*\} (\d+)$/.exec(line);
+    if (m) sum += Number(m[1]);
+  }
+  return sum;
+}
+
+describe('kv bench against a real store', () => {
+  it('counts exactly the requests the store counted (prefill, then -n 2000)', async () => {
+    const store = await startStore();
+    const r = await kvBench(store.port, ['-n', '2000', '-c', '4', '-P', '8', '-r', '300', '--value-size', '50', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.out);
+    expect(result).toMatchObject({ ok: true, requests: 2000, errors: 0, wrongReplies: 0, misses: 0, prefill: { requests: 300 }, warmup: null });
+    expect(result.gets + result.sets).toBe(2000);
+    expect(result.gets).toBeGreaterThan(result.sets); // 9:1
+    expect(result.latencyMs.count).toBe(2000);
+    expect(await commandsCounted(store)).toBe(result.requests + result.prefill.requests);
+  });
+
+  it('without prefill, GETs may miss and every request still matches the store count', async () => {
+    const store = await startStore();
+    const r = await kvBench(store.port, ['-n', '2000', '-c', '3', '-P', '5', '-r', '1000000', '--no-prefill', '--ratio', '1:1', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.out);
+    expect(result).toMatchObject({ requests: 2000, prefill: null, errors: 0, wrongReplies: 0 });
+    expect(result.misses).toBeGreaterThan(0);
+    expect(await commandsCounted(store)).toBe(2000);
+  });
+
+  it('with worker threads the counts still add up', async () => {
+    const store = await startStore();
+    const r = await kvBench(store.port, ['-n', '2000', '-c', '4', '-P', '4', '-r', '200', '--threads', '2', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.out);
+    expect(result).toMatchObject({ requests: 2000, threads: 2, errors: 0, wrongReplies: 0 });
+    expect(result.latencyMs.count).toBe(2000);
+    expect(await commandsCounted(store)).toBe(2000 + 200);
+  });
+
+  it('-n 0 only fills the keyspace', async () => {
+    const store = await startStore();
+    const r = await kvBench(store.port, ['-n', '0', '-r', '1234', '-c', '2', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.out)).toMatchObject({ requests: 0, prefill: { requests: 1234 } });
+    expect(await commandsCounted(store)).toBe(1234);
+  });
+
+  it('prints a readable report', async () => {
+    const store = await startStore();
+    const r = await kvBench(store.port, ['-n', '500', '-c', '2', '-r', '100']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.out).toMatch(/^requests  500 \(/m);
+    expect(r.out).toMatch(/^rate      [\d,]+ ops\/s$/m);
+    expect(r.out).toMatch(/^latency   p50 [\d.]+  p90 [\d.]+  p99 [\d.]+  p99\.9 [\d.]+  max [\d.]+ ms$/m);
+    expect(r.out).toMatch(/^replies   all correct$/m);
+    expect(r.stderr).toBe(''); // no progress bar when stderr is not a terminal
+  });
+});
+
+describe('kv bench catches a wrong server', () => {
+  it('counts GET replies of the wrong size and ERROR replies, exit 2', async () => {
+    const fake = await startFakeStore((line) => (line.startsWith('SET') ? (line.includes('000000000003') ? 'ERROR out of memory' : 'OK') : 'VALUE eHh4'));
+    cleanups.push(() => fake.close());
+    const r = await kvBench(fake.port, ['-n', '100', '-c', '1', '-r', '10', '--value-size', '10', '--ratio', '1:0', '--json']);
+    expect(r.code).toBe(2);
+    const result = JSON.parse(r.out);
+    expect(result).toMatchObject({ ok: false, requests: 100, errors: 1, wrongReplies: 100 });
+  });
+
+  it('a refused connection exits 2 with the reason', async () => {
+    const server = createServer();
+    const port = await listen(server, 0, '127.0.0.1');
+    await new Promise((r) => server.close(r));
+    const r = await kvBench(port, ['-n', '10']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/cannot connect to 127\.0\.0\.1:\d+: ECONNREFUSED/);
+  });
+
+  it('a server that stops answering fails the run after --timeout', async () => {
+    const fake = await startFakeStore(() => ({ silent: true }));
+    cleanups.push(() => fake.close());
+    const r = await kvBench(fake.port, ['-n', '10', '-c', '1', '--no-prefill', '--timeout', '200']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no reply .* within 200 ms/);
+  });
+
+  it('rejects bad options', async () => {
+    for (const args of [['-c', '0'], ['--ratio', '9'], ['--protocol', 'http'], ['-n', '5', '-d', '1'], ['--frob']]) {
+      const r = await kvBench(1, args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^kv: /);
+    }
+  });
+});
+
+/**
+ * A minimal RESP server: parses arrays of bulk strings, keeps a map, answers SET with
+ * +OK and GET with a bulk string or a null, and counts every command it ran.
+ */
+async function startFakeRedis(): Promise<{ port: number; commands: () => number; close: () => Promise<void> }> {
+  const data = new Map<string, Buffer>();
+  let commands = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    let buf = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      const replies: Buffer[] = [];
+      for (;;) {
+        const parsed = parseArray(buf);
+        if (!parsed) break;
+        buf = buf.subarray(parsed.next);
+        commands++;
+        const [name, key, value] = parsed.items;
+        const cmd = name!.toString().toUpperCase();
+        if (cmd === 'SET') {
+          data.set(key!.toString(), value!);
+          replies.push(Buffer.from('+OK\r\n'));
+        } else if (cmd === 'GET') {
+          const v = data.get(key!.toString());
+          replies.push(v ? Buffer.concat([Buffer.from(`$${v.length}\r\n`), v, Buffer.from('\r\n')]) : Buffer.from('$-1\r\n'));
+        } else {
+          replies.push(Buffer.from('-ERR unknown command\r\n'));
+        }
+      }
+      if (replies.length) socket.write(Buffer.concat(replies));
+    });
+  });
+  const port = await listen(server, 0, '127.0.0.1');
+  return {
+    port,
+    commands: () => commands,
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** `*N\r\n` then N `$len\r\n<bytes>\r\n`; undefined until the whole array is buffered. */
+function parseArray(buf: Buffer): { items: Buffer[]; next: number } | undefined {
+  const lineEnd = (from: number) => {
+    const i = buf.indexOf('\r\n', from);
+    return i === -1 ? undefined : i;
+  };
+  let end = lineEnd(0);
+  if (end === undefined) return undefined;
+  if (buf[0] !== 0x2a) throw new Error('fake redis: expected an array');
+  const n = Number(buf.toString('latin1', 1, end));
+  let pos = end + 2;
+  const items: Buffer[] = [];
+  for (let i = 0; i < n; i++) {
+    end = lineEnd(pos);
+    if (end === undefined) return undefined;
+    const len = Number(buf.toString('latin1', pos + 1, end));
+    if (buf.length < end + 2 + len + 2) return undefined;
+    items.push(buf.subarray(end + 2, end + 2 + len));
+    pos = end + 2 + len + 2;
+  }
+  return { items, next: pos };
+}
+
+describe('kv bench --protocol resp', () => {
+  it('drives a RESP server with arrays and counts every reply', async () => {
+    const redis = await startFakeRedis();
+    cleanups.push(() => redis.close());
+    const r = await kvBench(redis.port, ['--protocol', 'resp', '-n', '2000', '-c', '3', '-P', '7', '-r', '100', '--value-size', '20', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.out);
+    expect(result).toMatchObject({ ok: true, protocol: 'resp', requests: 2000, errors: 0, wrongReplies: 0, prefill: { requests: 100 } });
+    expect(redis.commands()).toBe(2000 + 100);
+  });
+
+  it('a GET reply of the wrong size is wrong', async () => {
+    const redis = await startFakeRedis();
+    cleanups.push(() => redis.close());
+    // Fill with 20-byte values, then expect 21: every GET hit is the wrong size.
+    expect((await kvBench(redis.port, ['--protocol', 'resp', '-n', '0', '-r', '5', '--value-size', '20'])).code).toBe(0);
+    const r = await kvBench(redis.port, ['--protocol', 'resp', '-n', '50', '-c', '1', '-r', '5', '--value-size', '21', '--ratio', '1:0', '--no-prefill', '--json']);
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.out)).toMatchObject({ requests: 50, wrongReplies: 50, misses: 0 });
+  });
+});
