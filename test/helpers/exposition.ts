@@ -43,8 +43,10 @@ export function parseExposition(text: string): Exposition {
       while (LABEL.lastIndex < m[2].length && (l = LABEL.exec(m[2]))) labels[l[1]!] = l[2]!;
       if (LABEL.lastIndex !== m[2].length) throw new Error(`bad labels: ${line}`);
     }
-    const value = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : Number(m[3]);
-    if (Number.isNaN(value) && m[3] !== 'NaN') throw new Error(`bad value: ${line}`);
+    // Prometheus parses values with Go's ParseFloat: NaN and Inf in any case (prom-client writes `Nan`).
+    const raw = m[3]!.toLowerCase();
+    const value = raw === 'nan' ? NaN : raw === '+inf' || raw === 'inf' ? Infinity : raw === '-inf' ? -Infinity : Number(m[3]);
+    if (Number.isNaN(value) && raw !== 'nan') throw new Error(`bad value: ${line}`);
     samples.push({ name: m[1]!, labels, value });
   }
   return { types, help, samples };

@@ -1,0 +1,296 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { destroyAll, track } from './helpers/cleanup.ts';
+import { parseExposition, sampleValue, type Exposition } from './helpers/exposition.ts';
+import { LineClient } from './helpers/line-client.ts';
+import { freePort, startServiceProcess, storeScript } from './helpers/service-process.ts';
+import { startTestStore, type TestStore } from './helpers/store-harness.ts';
+
+afterEach(destroyAll);
+
+async function scrape(store: TestStore): Promise<Exposition> {
+  const res = await store.admin('/metrics');
+  expect(res.status).toBe(200);
+  return parseExposition(res.body);
+}
+
+// SPEC §4, store half: name → type.
+const STORE_METRICS: Record<string, string> = {
+  kvstore_commands_total: 'counter',
+  kvstore_command_duration_seconds: 'histogram',
+  kvstore_usage_bytes: 'gauge',
+  kvstore_max_memory_bytes: 'gauge',
+  kvstore_keys: 'gauge',
+  kvstore_evictions_total: 'counter',
+  kvstore_expired_keys_total: 'counter',
+  kvstore_keyspace_hits_total: 'counter',
+  kvstore_keyspace_misses_total: 'counter',
+  kvstore_connections: 'gauge',
+  kvstore_connections_total: 'counter',
+  kvstore_rejected_connections_total: 'counter',
+  kvstore_protocol_errors_total: 'counter',
+  kvstore_network_received_bytes_total: 'counter',
+  kvstore_network_sent_bytes_total: 'counter',
+};
+
+const COMMANDS = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'UNKNOWN'];
+const RESULTS = ['ok', 'not_found', 'error'];
+const REASONS = ['empty_command', 'unknown_command', 'wrong_number_of_arguments', 'invalid_key', 'invalid_expire_time', 'value_too_large', 'line_too_long'];
+
+describe('admin endpoints', () => {
+  it('/livez, /readyz and /healthz answer while the store listens', async () => {
+    const store = await startTestStore();
+    expect(await store.admin('/livez')).toEqual({ status: 200, body: 'ok\n' });
+    expect((await store.admin('/readyz')).status).toBe(200);
+    const c = await store.client();
+    await c.request('SET k 12345');
+    const health = await store.admin('/healthz');
+    expect(health.status).toBe(200);
+    const body = JSON.parse(health.body) as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['latencyMs', 'status', 'usage']);
+    expect(body).toMatchObject({ status: 'ok', usage: 6 });
+    expect(typeof body.latencyMs).toBe('number');
+  });
+
+  it('/readyz and /healthz answer 503 once the TCP listener is closed; /livez stays 200', async () => {
+    const store = await startTestStore();
+    await new Promise<void>((resolve) => store.service.server.server.close(() => resolve()));
+    expect((await store.admin('/readyz')).status).toBe(503);
+    const health = await store.admin('/healthz');
+    expect(health.status).toBe(503);
+    const body = JSON.parse(health.body) as Record<string, unknown>;
+    expect(body.status).toBe('error');
+    expect(typeof body.error).toBe('string');
+    expect((await store.admin('/livez')).status).toBe(200);
+  });
+
+  it('logs exactly one ready line with host and ports', async () => {
+    const store = await startTestStore();
+    const ready = store.logs.filter((l) => l.msg === 'kvstore ready');
+    expect(ready).toHaveLength(1);
+    expect(ready[0]).toMatchObject({ level: 30, host: '127.0.0.1', port: store.port, metricsPort: store.metricsPort });
+  });
+});
+
+describe('/metrics', () => {
+  it('serves every SPEC §4 store metric with its type, plus process metrics, in valid exposition text', async () => {
+    const store = await startTestStore();
+    const e = await scrape(store);
+    for (const [name, type] of Object.entries(STORE_METRICS)) expect(e.types.get(name), name).toBe(type);
+    expect(e.types.get('process_cpu_seconds_total')).toBe('counter');
+    expect(e.types.get('nodejs_eventloop_lag_seconds')).toBe('gauge');
+    // Every series alerts and dashboards use exists from the start.
+    for (const command of COMMANDS) {
+      for (const result of RESULTS) expect(sampleValue(e, 'kvstore_commands_total', { command, result })).toBe(0);
+      expect(sampleValue(e, 'kvstore_command_duration_seconds_count', { command })).toBe(0);
+    }
+    for (const reason of REASONS) expect(sampleValue(e, 'kvstore_protocol_errors_total', { reason })).toBe(0);
+  });
+
+  it('the histogram has sub-millisecond buckets, cumulative counts, and _sum/_count per command', async () => {
+    const store = await startTestStore();
+    const c = await store.client();
+    for (let i = 0; i < 50; i++) await c.request(`SET k${i} v`);
+    const e = await scrape(store);
+    const buckets = e.samples.filter((s) => s.name === 'kvstore_command_duration_seconds_bucket' && s.labels.command === 'SET');
+    const les = buckets.map((s) => (s.labels.le === '+Inf' ? Infinity : Number(s.labels.le)));
+    expect(les[0]).toBeLessThanOrEqual(0.00005);
+    expect(les.filter((le) => le < 0.001).length).toBeGreaterThanOrEqual(4);
+    expect(les.at(-1)).toBe(Infinity);
+    for (let i = 1; i < buckets.length; i++) {
+      expect(les[i]).toBeGreaterThan(les[i - 1]!);
+      expect(buckets[i]!.value).toBeGreaterThanOrEqual(buckets[i - 1]!.value);
+    }
+    expect(buckets.at(-1)!.value).toBe(50);
+    expect(sampleValue(e, 'kvstore_command_duration_seconds_count', { command: 'SET' })).toBe(50);
+    const sum = sampleValue(e, 'kvstore_command_duration_seconds_sum', { command: 'SET' })!;
+    expect(sum).toBeGreaterThan(0);
+    expect(sum).toBeLessThan(50); // seconds, not ms
+    expect(Object.keys(buckets[0]!.labels).sort()).toEqual(['command', 'le']);
+  });
+
+  it('counters match the commands sent', async () => {
+    const store = await startTestStore({ maxMemoryBytes: 40, evictionPolicy: 'lru' });
+    const c = await store.client();
+    c.send(
+      [
+        'SET a 1', 'SET b 2', 'SET c 3', // 4 bytes each
+        'GET a', 'GET a', 'GET zz', // 2 hits, 1 miss
+        'SETEX t 5 x', 'TTL t', 'TTL zz', 'EXPIRE a 9', 'EXPIRE zz 9',
+        'DELETE b', 'DELETE zz', 'USAGE', 'PING', 'STATS',
+        'FLY', '', 'GET', 'GET  k', 'SETEX k 0 v', `SET big ${'x'.repeat(39)}`,
+        `SET e1 ${'e'.repeat(30)}`, `SET e2 ${'e'.repeat(30)}`, // 32 bytes each: each evicts
+      ].join('\n') + '\n',
+    );
+    await c.lines(24);
+    const d = await store.client();
+    d.send('QUIT\n');
+    await d.closed;
+    const e = await scrape(store);
+    const count = (command: string, result: string) => sampleValue(e, 'kvstore_commands_total', { command, result });
+    expect(count('SET', 'ok')).toBe(5);
+    expect(count('SET', 'error')).toBe(1); // out of memory (entry larger than the cap)
+    expect(count('GET', 'ok')).toBe(2);
+    expect(count('GET', 'not_found')).toBe(1);
+    expect(count('GET', 'error')).toBe(2);
+    expect(count('SETEX', 'ok')).toBe(1);
+    expect(count('SETEX', 'error')).toBe(1);
+    expect(count('TTL', 'ok')).toBe(1);
+    expect(count('TTL', 'not_found')).toBe(1);
+    expect(count('EXPIRE', 'ok')).toBe(1);
+    expect(count('EXPIRE', 'not_found')).toBe(1);
+    expect(count('DELETE', 'ok')).toBe(2);
+    expect(count('USAGE', 'ok')).toBe(1);
+    expect(count('PING', 'ok')).toBe(1);
+    expect(count('STATS', 'ok')).toBe(1);
+    expect(count('QUIT', 'ok')).toBe(1);
+    expect(count('UNKNOWN', 'error')).toBe(2); // FLY and the empty line
+    expect(sampleValue(e, 'kvstore_command_duration_seconds_count', { command: 'GET' })).toBe(5);
+    const reason = (r: string) => sampleValue(e, 'kvstore_protocol_errors_total', { reason: r });
+    expect(reason('unknown_command')).toBe(1);
+    expect(reason('empty_command')).toBe(1);
+    expect(reason('wrong_number_of_arguments')).toBe(1);
+    expect(reason('invalid_key')).toBe(1);
+    expect(reason('invalid_expire_time')).toBe(1);
+    expect(reason('value_too_large')).toBe(0);
+    expect(sampleValue(e, 'kvstore_keyspace_hits_total')).toBe(2);
+    expect(sampleValue(e, 'kvstore_keyspace_misses_total')).toBe(1);
+    expect(sampleValue(e, 'kvstore_evictions_total')).toBeGreaterThanOrEqual(2);
+    expect(sampleValue(e, 'kvstore_max_memory_bytes')).toBe(40);
+    expect(sampleValue(e, 'kvstore_usage_bytes')).toBe(store.service.engine.usageBytes);
+    expect(sampleValue(e, 'kvstore_keys')).toBe(store.service.engine.keyCount);
+    expect(sampleValue(e, 'kvstore_connections')).toBe(1);
+    expect(sampleValue(e, 'kvstore_connections_total')).toBe(2);
+    expect(sampleValue(e, 'kvstore_rejected_connections_total')).toBe(0);
+    expect(sampleValue(e, 'kvstore_network_received_bytes_total')).toBe(store.service.metrics.receivedBytes);
+    expect(sampleValue(e, 'kvstore_network_received_bytes_total')).toBeGreaterThan(200);
+    expect(sampleValue(e, 'kvstore_network_sent_bytes_total')).toBe(c.received.join('\n').length + 1 + 'BYE\n'.length);
+  });
+
+  it('line too long, value too large, rejected connections and expired keys are counted', async () => {
+    const store = await startTestStore({ maxValueBytes: 8, maxConnections: 1 }, { sweepIntervalMs: 10 });
+    const a = await store.client();
+    expect(await a.request('SETEX t 1 v')).toBe('OK');
+    expect(await a.request(`SET k ${'x'.repeat(9)}`)).toBe('ERROR value too large');
+    const b = await store.client();
+    await b.closed;
+    expect(b.received).toEqual(['ERROR max connections reached']);
+    store.clock.advance(1500);
+    await vi.waitFor(() => expect(store.service.engine.expired).toBe(1), { interval: 5 });
+    expect(await a.request(`SET k ${'x'.repeat(600)}`)).toBe('ERROR line too long');
+    const e = await scrape(store);
+    expect(sampleValue(e, 'kvstore_protocol_errors_total', { reason: 'line_too_long' })).toBe(1);
+    expect(sampleValue(e, 'kvstore_protocol_errors_total', { reason: 'value_too_large' })).toBe(1);
+    expect(sampleValue(e, 'kvstore_rejected_connections_total')).toBe(1);
+    expect(sampleValue(e, 'kvstore_expired_keys_total')).toBe(1);
+  });
+
+  it('label values come only from the fixed sets: 1,000 distinct keys add no series', async () => {
+    const store = await startTestStore();
+    const c = await store.client();
+    await c.request('PING');
+    const before = await scrape(store);
+    const lines: string[] = [];
+    for (let i = 0; i < 1000; i++) lines.push(`SET key-${i} v`, `GET key-${i}`, `GET nokey-${i}`, `BOGUS-${i} x`, `TTL key-${i} extra`);
+    c.send(lines.join('\n') + '\n');
+    await c.lines(lines.length);
+    const after = await scrape(store);
+    const kv = (e: Exposition) => e.samples.filter((s) => s.name.startsWith('kvstore_'));
+    expect(kv(after).length).toBe(kv(before).length);
+    for (const s of kv(after)) {
+      if ('command' in s.labels) expect(COMMANDS).toContain(s.labels.command);
+      if ('result' in s.labels) expect(RESULTS).toContain(s.labels.result);
+      if ('reason' in s.labels) expect(REASONS).toContain(s.labels.reason);
+      expect(JSON.stringify(s.labels)).not.toMatch(/key-|BOGUS/);
+    }
+    expect(sampleValue(after, 'kvstore_commands_total', { command: 'UNKNOWN', result: 'error' })).toBe(1000);
+  });
+
+  it('each service instance has its own registry', async () => {
+    const one = await startTestStore();
+    const two = await startTestStore();
+    const c = await one.client();
+    await c.request('PING');
+    expect(sampleValue(await scrape(one), 'kvstore_commands_total', { command: 'PING', result: 'ok' })).toBe(1);
+    expect(sampleValue(await scrape(two), 'kvstore_commands_total', { command: 'PING', result: 'ok' })).toBe(0);
+  });
+});
+
+describe('shutdown', () => {
+  it('close() answers what was received, ends sockets, stops accepting, closes the admin port, and resolves', async () => {
+    const store = await startTestStore();
+    const c = await store.client();
+    const idle = await store.client();
+    c.send('SET k v\nGET k\nPING\n');
+    expect(await c.lines(3)).toEqual(['OK', `VALUE ${Buffer.from('v').toString('base64')}`, 'PONG']);
+    await store.service.close();
+    await c.closed;
+    await idle.closed;
+    expect(c.error).toBeUndefined();
+    await expect(LineClient.connect(store.port)).rejects.toThrow(/ECONNREFUSED/);
+    await expect(fetch(`http://127.0.0.1:${store.metricsPort}/livez`)).rejects.toThrow();
+    expect(store.logs.map((l) => l.msg)).toContain('kvstore stopped');
+    await store.service.close(); // the same promise again
+  });
+
+  it('close() first answers the lines a backpressured connection is holding, then ends it', async () => {
+    const store = await startTestStore();
+    const setup = await store.client();
+    const value = 'z'.repeat(10_000);
+    await setup.request(`SET big ${value}`);
+    const c = await store.client();
+    c.socket.pause();
+    c.send('GET big\n'.repeat(2000));
+    const stuck = () => store.service.server.connectionFlows().some((f) => f.paused && f.writableLength > 0);
+    await vi.waitFor(() => expect(stuck()).toBe(true), { timeout: 10_000, interval: 5 });
+    const answeredBefore = store.service.metrics.commands[1 * 3]!; // GET ok
+    const closed = store.service.close();
+    c.socket.resume();
+    await closed;
+    await c.closed;
+    expect(c.error).toBeUndefined();
+    const expected = `VALUE ${Buffer.from(value).toString('base64')}`;
+    expect(c.received.length).toBeGreaterThan(answeredBefore);
+    expect(c.received.every((l) => l === expected)).toBe(true);
+  });
+
+  it('close() cuts clients that do not take their replies after the grace period', async () => {
+    const store = await startTestStore({}, { shutdownGraceMs: 100 });
+    const setup = await store.client();
+    await setup.request(`SET big ${'q'.repeat(10_000)}`);
+    const c = await store.client();
+    c.socket.pause();
+    c.send('GET big\n'.repeat(2000));
+    await vi.waitFor(() => expect(store.service.server.connectionFlows().some((f) => f.paused && f.writableLength > 0)).toBe(true), { timeout: 10_000, interval: 5 });
+    await store.service.close();
+    expect(store.service.server.connectionCount).toBe(0);
+  });
+
+  it('destroy() is immediate and idempotent', async () => {
+    const store = await startTestStore();
+    const c = await store.client();
+    expect(await c.request('PING')).toBe('PONG');
+    store.service.destroy();
+    store.service.destroy();
+    await c.closed;
+    await expect(LineClient.connect(store.port)).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
+
+describe('main.ts', () => {
+  it('logs the ready line, serves, and exits 0 on SIGTERM', async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const proc = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort) }, 'kvstore ready');
+    track({ destroy: () => proc.child.kill('SIGKILL') });
+    expect(proc.logs.filter((l) => l.msg === 'kvstore ready')).toEqual([expect.objectContaining({ port, metricsPort, host: '127.0.0.1' })]);
+    const c = await LineClient.connect(port);
+    expect(await c.request('SET k v')).toBe('OK');
+    expect(await proc.stop('SIGTERM')).toBe(0);
+    await c.closed;
+  });
+
+  it('exits 0 on SIGINT', async () => {
+    const proc = await startServiceProcess(storeScript, { STORE_PORT: String(await freePort()), STORE_METRICS_PORT: String(await freePort()) }, 'kvstore ready');
+    track({ destroy: () => proc.child.kill('SIGKILL') });
+    expect(await proc.stop('SIGINT')).toBe(0);
+  });
+});
