@@ -1,0 +1,360 @@
+// The kvstack dashboard: store, backend and their processes on one page. Generated to
+// kvstack.json by `npm run dashboards`; Grafana loads the JSON (grafana/provisioning).
+import { ALERT_THRESHOLDS, SLO_BURN_RATES, SLO_ERROR_BUDGET } from '../alert-thresholds.ts';
+import { dashboard, gauge, query, row, stat, timeseries, variable, type Color, type ThresholdStep } from '../dashboard-builder.ts';
+
+/** `metric{job=~"$job",instance=~"$instance",<extra>}`: every series follows the variables. */
+const sel = (metric: string, extra = ''): string => `${metric}{job=~"$job",instance=~"$instance"${extra ? `,${extra}` : ''}}`;
+const rate = (metric: string, extra = ''): string => `rate(${sel(metric, extra)}[$__rate_interval])`;
+const quantile = (q: number, histogram: string, by: string): string =>
+  `histogram_quantile(${q}, sum by (le, ${by}) (${rate(`${histogram}_bucket`)}))`;
+
+const steps = (values: readonly number[], colors: readonly Color[]): ThresholdStep[] => values.map((value, i) => ({ value, color: colors[i]! }));
+const T = ALERT_THRESHOLDS;
+
+/** 5xx over all responses; 0 rather than no data while there are requests but no errors. */
+const errorRatio = (by: string): string => {
+  const all = `sum by (${by}) (${rate('kvbackend_http_requests_total')})`;
+  return `(sum by (${by}) (${rate('kvbackend_http_requests_total', 'status=~"5.."')}) or ${all} * 0) / ${all}`;
+};
+const hitRatio = (by: string): string => {
+  const hits = `sum by (${by}) (${rate('kvstore_keyspace_hits_total')})`;
+  return `${hits} / (${hits} + sum by (${by}) (${rate('kvstore_keyspace_misses_total')}))`;
+};
+const memoryRatio = `${sel('kvstore_usage_bytes')} / ${sel('kvstore_max_memory_bytes')}`;
+const connectionRatio = `${sel('kvstore_connections')} / ${sel('kvstore_max_connections')}`;
+
+const reachable = [
+  { value: 0, text: 'unreachable', color: 'red' },
+  { value: 1, text: 'reachable', color: 'green' },
+] as const;
+
+export default dashboard({
+  uid: 'kvstack',
+  title: 'kvstack',
+  description: 'kvstack store and HTTP backend: traffic, latency, memory, connections, errors, SLO burn and process health. Dashed lines are alert thresholds (alert-rules.yml).',
+  tags: ['kvstack'],
+  variables: [
+    variable('job', 'job', 'label_values({__name__=~"kvstore_keys|kvbackend_store_up"}, job)'),
+    variable('instance', 'instance', 'label_values({__name__=~"kvstore_keys|kvbackend_store_up",job=~"$job"}, instance)'),
+  ],
+  rows: [
+    row('Overview', [
+      stat({
+        title: 'Store reachable',
+        description: 'Whether every backend reaches its store (kvbackend_store_up, refreshed every 5 s). The backend answers 503 while it does not.',
+        unit: 'none',
+        queries: [query(`min(${sel('kvbackend_store_up')})`, 'store')],
+        mappings: reachable,
+        thresholds: { base: 'red', steps: [{ value: 1, color: 'green' }] },
+      }),
+      stat({
+        title: 'HTTP requests/s',
+        description: 'Requests answered by the backends, all statuses.',
+        unit: 'reqps',
+        queries: [query(`sum(${rate('kvbackend_http_requests_total')})`, 'requests/s')],
+        thresholds: { base: 'blue', steps: [] },
+      }),
+      stat({
+        title: '5xx ratio',
+        description: `Share of backend responses with a 5xx. Orange above the error budget of the ${100 - SLO_ERROR_BUDGET * 100}% availability SLO, red at the KvBackend5xxRatioHigh alert.`,
+        unit: 'percentunit',
+        decimals: 2,
+        queries: [query(errorRatio('job'), '5xx')],
+        thresholds: { steps: [{ value: SLO_ERROR_BUDGET, color: 'orange' }, ...steps(T.KvBackend5xxRatioHigh, ['red'])] },
+      }),
+      stat({
+        title: 'Hit ratio',
+        description: 'Lookups that found their key. Red below the KvStoreLowHitRate threshold.',
+        unit: 'percentunit',
+        decimals: 1,
+        queries: [query(hitRatio('job'), 'hit ratio')],
+        thresholds: { base: 'red', steps: steps(T.KvStoreLowHitRate, ['green']) },
+      }),
+      gauge({
+        title: 'Memory used of the cap',
+        description: 'USAGE over MAX_MEMORY_BYTES, the fullest store. Red at the KvStoreMemoryHigh alert.',
+        unit: 'percentunit',
+        min: 0,
+        max: 1,
+        queries: [query(`max(${memoryRatio})`, 'used')],
+        thresholds: { steps: steps(T.KvStoreMemoryHigh, ['red']) },
+      }),
+      gauge({
+        title: 'Connections of the limit',
+        description: 'Open client connections over MAX_CONNECTIONS, the busiest store. Orange and red at the KvStoreConnectionsHigh warning and critical alerts.',
+        unit: 'percentunit',
+        min: 0,
+        max: 1,
+        queries: [query(`max(${connectionRatio})`, 'connections')],
+        thresholds: { steps: steps(T.KvStoreConnectionsHigh, ['orange', 'red']) },
+      }),
+    ]),
+
+    row('Store', [
+      timeseries({
+        title: 'Commands/s by command and result',
+        description: 'Commands answered by the store (kvstore_commands_total); series with no traffic are hidden.',
+        unit: 'ops',
+        width: 8,
+        queries: [query(`sum by (command, result) (${rate('kvstore_commands_total')}) > 0`, '{{command}} {{result}}')],
+      }),
+      timeseries({
+        title: 'Hit ratio',
+        description: 'Lookups that found their key (keyspace hits over hits + misses). The dashed line is the KvStoreLowHitRate threshold.',
+        unit: 'percentunit',
+        width: 8,
+        min: 0,
+        max: 1,
+        queries: [query(hitRatio('instance'), '{{instance}}')],
+        thresholds: { base: 'red', steps: steps(T.KvStoreLowHitRate, ['green']) },
+      }),
+      timeseries({
+        title: 'Command latency p50 / p99',
+        description: 'Time the store takes from a parsed line to its reply (kvstore_command_duration_seconds), all commands.',
+        unit: 's',
+        width: 8,
+        queries: [
+          query(quantile(0.5, 'kvstore_command_duration_seconds', 'instance'), 'p50 {{instance}}'),
+          query(quantile(0.99, 'kvstore_command_duration_seconds', 'instance'), 'p99 {{instance}}'),
+        ],
+      }),
+      timeseries({
+        title: 'Memory used of the cap',
+        description: 'USAGE (key + value bytes) over MAX_MEMORY_BYTES. The dashed line is the KvStoreMemoryHigh threshold; with EVICTION_POLICY=lru a full cache evicts.',
+        unit: 'percentunit',
+        width: 8,
+        min: 0,
+        max: 1,
+        queries: [query(memoryRatio, '{{instance}}')],
+        thresholds: { steps: steps(T.KvStoreMemoryHigh, ['red']) },
+      }),
+      timeseries({
+        title: 'Usage against the cap',
+        description: 'Bytes held (kvstore_usage_bytes) and the MAX_MEMORY_BYTES cap.',
+        unit: 'bytes',
+        width: 8,
+        min: 0,
+        queries: [query(sel('kvstore_usage_bytes'), 'used {{instance}}'), query(sel('kvstore_max_memory_bytes'), 'cap {{instance}}')],
+      }),
+      timeseries({
+        title: 'Keys',
+        description: 'Keys held (kvstore_keys).',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [query(sel('kvstore_keys'), '{{instance}}')],
+      }),
+      timeseries({
+        title: 'Evictions and expirations',
+        description: 'Keys evicted to make room (LRU) and keys whose TTL ran out, per second. The dashed line is the KvStoreHighEvictionRate threshold.',
+        unit: 'cps',
+        width: 8,
+        min: 0,
+        queries: [query(rate('kvstore_evictions_total'), 'evicted {{instance}}'), query(rate('kvstore_expired_keys_total'), 'expired {{instance}}')],
+        thresholds: { steps: steps(T.KvStoreHighEvictionRate, ['orange']) },
+      }),
+      timeseries({
+        title: 'Connections of the limit',
+        description: 'Open client connections over MAX_CONNECTIONS. Dashed lines: the KvStoreConnectionsHigh warning and critical thresholds.',
+        unit: 'percentunit',
+        width: 8,
+        min: 0,
+        max: 1,
+        queries: [query(connectionRatio, '{{instance}}')],
+        thresholds: { steps: steps(T.KvStoreConnectionsHigh, ['orange', 'red']) },
+      }),
+      timeseries({
+        title: 'Open connections and the limit',
+        description: 'Open client connections (kvstore_connections) and MAX_CONNECTIONS (kvstore_max_connections).',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [query(sel('kvstore_connections'), 'open {{instance}}'), query(sel('kvstore_max_connections'), 'limit {{instance}}')],
+      }),
+      timeseries({
+        title: 'Connections accepted and rejected/s',
+        description: 'New client connections per second, and those turned away at MAX_CONNECTIONS (KvStoreRejectedConnections fires on any).',
+        unit: 'cps',
+        width: 8,
+        min: 0,
+        queries: [
+          query(rate('kvstore_connections_total'), 'accepted {{instance}}'),
+          query(rate('kvstore_rejected_connections_total'), 'rejected {{instance}}'),
+        ],
+      }),
+      timeseries({
+        title: 'Protocol errors/s by reason',
+        description: 'Malformed or refused lines (kvstore_protocol_errors_total): invalid keys, unknown commands, over-long lines, …',
+        unit: 'cps',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (reason) (${rate('kvstore_protocol_errors_total')})`, '{{reason}}')],
+      }),
+      timeseries({
+        title: 'Network traffic',
+        description: 'Bytes read from and written to store clients, per second.',
+        unit: 'Bps',
+        width: 8,
+        min: 0,
+        queries: [
+          query(rate('kvstore_network_received_bytes_total'), 'received {{instance}}'),
+          query(rate('kvstore_network_sent_bytes_total'), 'sent {{instance}}'),
+        ],
+      }),
+    ]),
+
+    row('Backend', [
+      timeseries({
+        title: 'HTTP requests/s by status',
+        description: 'Responses of the backends by status code (kvbackend_http_requests_total).',
+        unit: 'reqps',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (status) (${rate('kvbackend_http_requests_total')})`, '{{status}}')],
+      }),
+      timeseries({
+        title: '5xx ratio',
+        description: `Share of responses with a 5xx. Dashed lines: the error budget of the ${100 - SLO_ERROR_BUDGET * 100}% SLO and the KvBackend5xxRatioHigh threshold.`,
+        unit: 'percentunit',
+        width: 8,
+        min: 0,
+        queries: [query(errorRatio('instance'), '{{instance}}')],
+        thresholds: { steps: [{ value: SLO_ERROR_BUDGET, color: 'orange' }, ...steps(T.KvBackend5xxRatioHigh, ['red'])] },
+      }),
+      timeseries({
+        title: 'Error budget burn rate',
+        description:
+          'How many times faster than the 99.9% SLO allows the error budget is being spent, over four windows (recording rules job:kvbackend_http_errors:ratio_rate*). Pages at 14.4x (1h and 5m) and 6x (6h and 30m); tickets at 3x (1d and 2h) and 1x (3d and 6h).',
+        unit: 'suffix:x',
+        width: 8,
+        min: 0,
+        queries: (['5m', '1h', '6h', '3d'] as const).map((w) =>
+          query(`job:kvbackend_http_errors:ratio_rate${w}{job=~"$job"} / ${SLO_ERROR_BUDGET}`, `${w} window`),
+        ),
+        thresholds: { steps: steps(SLO_BURN_RATES, ['yellow', 'orange', 'red', 'purple']) },
+      }),
+      timeseries({
+        title: 'HTTP latency p50 / p99',
+        description: 'Time from request arrival to the end of the response (kvbackend_http_request_duration_seconds). The dashed line is the KvBackendLatencyP99High threshold.',
+        unit: 's',
+        width: 8,
+        queries: [
+          query(quantile(0.5, 'kvbackend_http_request_duration_seconds', 'instance'), 'p50 {{instance}}'),
+          query(quantile(0.99, 'kvbackend_http_request_duration_seconds', 'instance'), 'p99 {{instance}}'),
+        ],
+        thresholds: { steps: steps(T.KvBackendLatencyP99High, ['red']) },
+      }),
+      timeseries({
+        title: 'Store round trip from the backend p50 / p99',
+        description: 'Store commands as the backend sees them (kvbackend_store_command_duration_seconds): network and pool queueing on top of the store\'s own time.',
+        unit: 's',
+        width: 8,
+        queries: [
+          query(quantile(0.5, 'kvbackend_store_command_duration_seconds', 'instance'), 'p50 {{instance}}'),
+          query(quantile(0.99, 'kvbackend_store_command_duration_seconds', 'instance'), 'p99 {{instance}}'),
+        ],
+      }),
+      timeseries({
+        title: 'HTTP requests/s by method',
+        description: 'Requests by HTTP method.',
+        unit: 'reqps',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (method) (${rate('kvbackend_http_requests_total')})`, '{{method}}')],
+      }),
+      timeseries({
+        title: 'Store reachable from the backend',
+        description: 'The backend\'s periodic USAGE probe of its store (kvbackend_store_up). KvBackendStoreUnreachable fires after a minute at 0.',
+        unit: 'none',
+        width: 8,
+        min: 0,
+        max: 1,
+        mappings: reachable,
+        queries: [query(sel('kvbackend_store_up'), '{{instance}}')],
+      }),
+      timeseries({
+        title: 'Store commands/s from the backend',
+        description: 'Store commands sent by the backends, by command and result (kvbackend_store_commands_total).',
+        unit: 'ops',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (command, result) (${rate('kvbackend_store_commands_total')})`, '{{command}} {{result}}')],
+      }),
+      timeseries({
+        title: 'Store errors/s by kind',
+        description: 'Failed store commands: timeout (504), unavailable (503), protocol (502).',
+        unit: 'ops',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (kind) (${rate('kvbackend_store_errors_total')})`, '{{kind}}')],
+      }),
+      timeseries({
+        title: 'Store connection pool',
+        description: 'Connections of the backends\' store pools by state (kvbackend_store_pool_connections).',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        stack: true,
+        queries: [query(`sum by (state) (${sel('kvbackend_store_pool_connections')})`, '{{state}}')],
+      }),
+      timeseries({
+        title: 'Store usage seen by the backend',
+        description: 'USAGE of the store as the backend\'s probe last read it (kvbackend_store_usage_bytes).',
+        unit: 'bytes',
+        width: 8,
+        min: 0,
+        queries: [query(sel('kvbackend_store_usage_bytes'), '{{instance}}')],
+      }),
+    ]),
+
+    row('Processes', [
+      timeseries({
+        title: 'CPU',
+        description: 'CPU time per second of each Node.js process (1 = one core); a Node service runs its JavaScript on one core.',
+        unit: 'percentunit',
+        width: 8,
+        min: 0,
+        queries: [query(rate('process_cpu_seconds_total'), '{{job}} {{instance}}')],
+      }),
+      timeseries({
+        title: 'Memory',
+        description: 'Resident set size and V8 heap in use of each process. The store holds values outside the V8 heap, in Buffers.',
+        unit: 'bytes',
+        width: 8,
+        min: 0,
+        queries: [
+          query(sel('process_resident_memory_bytes'), 'rss {{job}} {{instance}}'),
+          query(sel('nodejs_heap_size_used_bytes'), 'heap {{job}} {{instance}}'),
+        ],
+      }),
+      timeseries({
+        title: 'Event-loop lag p50 / p99',
+        description: 'How late timers fire on each process\'s event loop: a busy or blocked loop delays every request.',
+        unit: 's',
+        width: 8,
+        min: 0,
+        queries: [
+          query(sel('nodejs_eventloop_lag_p50_seconds'), 'p50 {{job}} {{instance}}'),
+          query(sel('nodejs_eventloop_lag_p99_seconds'), 'p99 {{job}} {{instance}}'),
+        ],
+      }),
+      timeseries({
+        title: 'Open file descriptors',
+        description: 'Sockets and files open per process; each store client connection takes one.',
+        unit: 'short',
+        width: 12,
+        min: 0,
+        queries: [query(sel('process_open_fds'), '{{job}} {{instance}}')],
+      }),
+      timeseries({
+        title: 'Uptime',
+        description: 'Time since each process started: a drop to zero is a restart.',
+        unit: 's',
+        width: 12,
+        min: 0,
+        queries: [query(`time() - ${sel('process_start_time_seconds')}`, '{{job}} {{instance}}')],
+      }),
+    ]),
+  ],
+});
