@@ -1,0 +1,281 @@
+// HTTP benchmark of the backend: GET of a prefilled key at 50 concurrent connections,
+// measured with autocannon against servers running as child processes (the load
+// generator needs its own core). Modes, all measured in the same run:
+//
+//   bare-express      Express 5 hello world: the ceiling any Express app can reach here
+//   backend           the backend app as shipped: metrics on, access logs at info
+//   backend-no-logs   ... with LOG_LEVEL=silent (no pino-http at all)
+//   backend-no-metrics... without the metrics (the cost of prom-client on the hot path)
+//   backend-bare      ... with neither
+//   naive             the backend app over one new TCP connection to the store per request
+//
+// `npm run bench` calls runHttpBench(); `node bench/http-bench.ts [--duration s]
+// [--connections n] [--modes a,b] [--json]` runs it alone. A benchmark, not a test:
+// numbers depend on the machine; compare modes within one run.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import { connect, createServer } from 'node:net';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+export type HttpBenchMode = 'bare-express' | 'backend' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
+export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-express', 'backend', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
+
+export interface HttpBenchOptions {
+  /** Seconds measured per mode (after the warm-up). */
+  readonly durationSeconds?: number;
+  readonly warmupSeconds?: number;
+  readonly connections?: number;
+  readonly modes?: readonly HttpBenchMode[];
+  /** Size of the prefilled value, in bytes. */
+  readonly valueBytes?: number;
+  /** Progress lines (to stderr by default). */
+  readonly log?: (line: string) => void;
+}
+
+export interface HttpBenchResult {
+  readonly mode: HttpBenchMode;
+  readonly requestsPerSecond: number;
+  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
+  readonly requests: number;
+  readonly errors: number;
+  readonly non2xx: number;
+}
+
+export interface HttpBenchReport {
+  readonly connections: number;
+  readonly durationSeconds: number;
+  readonly node: string;
+  readonly results: readonly HttpBenchResult[];
+  /** Ratios the goals are stated in, when both modes were measured. */
+  readonly ratios: Record<string, number>;
+}
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p90: number; p99: number; max: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+type Autocannon = (opts: { url: string; connections: number; duration: number; pipelining?: number }) => Promise<AutocannonResult>;
+// autocannon ships no types; this is the one call we make.
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const KEY = 'bench-key';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/** Resolves once something accepts TCP connections on the port (the child is up). */
+async function waitForPort(port: number, child: ChildProcess): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (child.exitCode !== null) throw new Error(`child exited with ${child.exitCode} before listening on ${port}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`nothing listens on ${port}`);
+}
+
+function startChild(args: string[], env: Record<string, string>): ChildProcess {
+  // stdout to /dev/null: log lines are still written (a real write per line), nobody reads them.
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return child;
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function measure(url: string, connections: number, warmupSeconds: number, durationSeconds: number): Promise<AutocannonResult> {
+  if (warmupSeconds > 0) await autocannon({ url, connections, duration: warmupSeconds });
+  return autocannon({ url, connections, duration: durationSeconds });
+}
+
+/** Runs every requested mode, one after the other, and reports requests/s and latency. */
+export async function runHttpBench(options: HttpBenchOptions = {}): Promise<HttpBenchReport> {
+  const durationSeconds = options.durationSeconds ?? 5;
+  const warmupSeconds = options.warmupSeconds ?? 1;
+  const connections = options.connections ?? 50;
+  const modes = options.modes ?? HTTP_BENCH_MODES;
+  const valueBytes = options.valueBytes ?? 64;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+
+  const storePort = await freePort();
+  const store = startChild(['services/store/main.ts'], {
+    STORE_HOST: '127.0.0.1',
+    STORE_PORT: String(storePort),
+    STORE_METRICS_PORT: String(await freePort()),
+    LOG_LEVEL: 'warn',
+  });
+  const results: HttpBenchResult[] = [];
+  try {
+    await waitForPort(storePort, store);
+    await prefill(storePort, valueBytes);
+    for (const mode of modes) {
+      const port = await freePort();
+      const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', String(storePort)], {});
+      try {
+        await waitForPort(port, server);
+        log(`http-bench: ${mode}: ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
+        const r = await measure(`http://127.0.0.1:${port}/${KEY}`, connections, warmupSeconds, durationSeconds);
+        results.push({
+          mode,
+          requestsPerSecond: r.requests.average,
+          latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
+          requests: r.requests.total,
+          errors: r.errors + r.timeouts,
+          non2xx: r.non2xx,
+        });
+      } finally {
+        await stopChild(server);
+      }
+    }
+  } finally {
+    await stopChild(store);
+  }
+
+  const rps = (mode: HttpBenchMode) => results.find((r) => r.mode === mode)?.requestsPerSecond;
+  const ratios: Record<string, number> = {};
+  const ratio = (name: string, a: number | undefined, b: number | undefined) => {
+    if (a !== undefined && b !== undefined && b > 0) ratios[name] = Math.round((a / b) * 1000) / 1000;
+  };
+  ratio('backend / bare-express (goal >= 0.7)', rps('backend'), rps('bare-express'));
+  ratio('backend / naive (goal >= 5)', rps('backend'), rps('naive'));
+  ratio('backend-bare / bare-express', rps('backend-bare'), rps('bare-express'));
+  ratio('cost of metrics: backend / backend-no-metrics', rps('backend'), rps('backend-no-metrics'));
+  ratio('cost of logging: backend / backend-no-logs', rps('backend'), rps('backend-no-logs'));
+  return { connections, durationSeconds, node: process.version, results, ratios };
+}
+
+async function prefill(storePort: number, valueBytes: number): Promise<void> {
+  const { StoreConnection } = await import('../services/client/store-connection.ts');
+  const conn = new StoreConnection({ host: '127.0.0.1', port: storePort, reconnect: false });
+  try {
+    await conn.set(KEY, 'x'.repeat(valueBytes));
+  } finally {
+    conn.destroy();
+  }
+}
+
+export function formatHttpBench(report: HttpBenchReport): string {
+  const lines = [
+    `HTTP GET of a prefilled key, ${report.connections} connections, ${report.durationSeconds}s per mode, Node ${report.node}`,
+    '',
+    'mode                 req/s     p50 ms  p90 ms  p99 ms  max ms  errors  non-2xx',
+  ];
+  for (const r of report.results) {
+    lines.push(
+      `${r.mode.padEnd(18)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${r.latencyMs.p50.toFixed(2).padStart(8)} ${r.latencyMs.p90
+        .toFixed(2)
+        .padStart(7)} ${r.latencyMs.p99.toFixed(2).padStart(7)} ${r.latencyMs.max.toFixed(1).padStart(7)} ${String(r.errors).padStart(7)} ${String(
+        r.non2xx,
+      ).padStart(8)}`,
+    );
+  }
+  lines.push('');
+  for (const [name, value] of Object.entries(report.ratios)) lines.push(`${name}: ${value}`);
+  return lines.join('\n');
+}
+
+// ---- server roles, run as child processes by runHttpBench ----
+
+async function serve(mode: HttpBenchMode, port: number, storePort: number): Promise<void> {
+  if (mode === 'bare-express') {
+    const { default: express } = await import('express');
+    const app = express();
+    app.get('/:key', (_req, res) => {
+      res.send('Hello World!');
+    });
+    createHttpServer(app).listen(port, '127.0.0.1');
+    return;
+  }
+  const { createBackendApp } = await import('../services/backend/backend-app.ts');
+  const { createBackendMetrics } = await import('../services/backend/backend-metrics.ts');
+  const { StorePool } = await import('../services/client/store-pool.ts');
+  const { StoreConnection } = await import('../services/client/store-connection.ts');
+  const { createLogger } = await import('../services/shared/logger.ts');
+  const { createMetricsRegistry } = await import('../services/shared/metrics-registry.ts');
+  const { loadBackendConfig } = await import('../services/shared/config.ts');
+
+  const config = loadBackendConfig({});
+  const withMetrics = mode === 'backend' || mode === 'backend-no-logs' || mode === 'naive';
+  const withLogs = mode === 'backend' || mode === 'backend-no-metrics' || mode === 'naive';
+  const logger = createLogger({ name: 'kvbackend', level: withLogs ? 'info' : 'silent' });
+  const pool = new StorePool({ host: '127.0.0.1', port: storePort, size: config.storePoolSize, timeoutMs: config.storeTimeoutMs });
+  const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry(), poolStates: () => pool.stateCounts() }) : undefined;
+  if (metrics) pool.observer = metrics.observeCommand;
+
+  // The pattern the SPEC rules out: a new TCP connection to the store for every command.
+  const perRequest = <T>(run: (c: InstanceType<typeof StoreConnection>) => Promise<T>): Promise<T> => {
+    const c = new StoreConnection({ host: '127.0.0.1', port: storePort, timeoutMs: config.storeTimeoutMs, reconnect: false });
+    c.observer = metrics?.observeCommand;
+    return run(c).finally(() => c.destroy());
+  };
+  const store =
+    mode === 'naive'
+      ? {
+          get: (key: string) => perRequest((c) => c.get(key)),
+          set: (key: string, value: Buffer | string, ttl?: number) => perRequest((c) => c.set(key, value, ttl)),
+          del: (key: string) => perRequest((c) => c.del(key)),
+        }
+      : pool;
+  if (mode !== 'naive') await pool.connect();
+  const app = createBackendApp({ store, metrics, logger, maxValueBytes: config.maxValueBytes });
+  const server = createHttpServer(app).listen(port, '127.0.0.1');
+  process.on('SIGTERM', () => {
+    server.close();
+    server.closeAllConnections();
+    pool.destroy();
+    logger.flush();
+    process.exit(0);
+  });
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    options: {
+      serve: { type: 'string' },
+      port: { type: 'string' },
+      'store-port': { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      modes: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  if (values.serve) {
+    await serve(values.serve as HttpBenchMode, Number(values.port), Number(values['store-port']));
+  } else {
+    const modes = values.modes?.split(',') as HttpBenchMode[] | undefined;
+    for (const m of modes ?? []) if (!HTTP_BENCH_MODES.includes(m)) throw new Error(`unknown mode ${m}; modes: ${HTTP_BENCH_MODES.join(', ')}`);
+    const report = await runHttpBench({
+      durationSeconds: values.duration ? Number(values.duration) : undefined,
+      warmupSeconds: values.warmup ? Number(values.warmup) : undefined,
+      connections: values.connections ? Number(values.connections) : undefined,
+      modes,
+    });
+    process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatHttpBench(report)}\n`);
+  }
+}
