@@ -52,6 +52,9 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
     crlfDelay: Infinity,
     ...(interactive ? { completer: completeCommand, history, historySize: 1000, removeHistoryDuplicates: true } : {}),
   });
+  // Created now, not at the loop: lines typed while the first connection is opening
+  // would otherwise be emitted before anyone listens, and lost.
+  const lines = rl[Symbol.asyncIterator]();
   rl.on('history', (h: string[]) => (history = h));
   rl.on('SIGINT', () => rl.close());
 
@@ -88,7 +91,7 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
       }
       rl.prompt();
     }
-    for await (const line of rl) {
+    for await (const line of lines) {
       const trimmed = line.trim();
       const word = trimmed.split(' ')[0]!.toLowerCase();
       if (trimmed === '') {

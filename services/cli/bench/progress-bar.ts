@@ -1,6 +1,6 @@
 import type { BenchPhaseInfo } from './bench-runner.ts';
 
-const WIDTH = 30;
+const WIDTH = 20;
 const TICK_MS = 200;
 /** Runs shorter than this draw nothing. */
 const SHOW_AFTER_MS = 1000;
