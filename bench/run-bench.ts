@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { StoreConnection } from '../services/client/index.ts';
 import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
+import type { HttpBenchReport } from './http-bench.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -25,7 +26,7 @@ const HELP = `Usage: npm run bench -- [options]
   --threads <n>        kv bench worker threads (default 1)
   --quick              2 s runs, 0.5 s warm-up, 100000 keys for memory (env BENCH_QUICK=1)
   --no-redis           skip Redis even when redis-server is on PATH
-  --no-http            skip the HTTP backend benchmark
+  --no-http            skip the HTTP benchmark (bench/http-bench.ts, autocannon)
   --json <file>        also write the results as JSON (e.g. bench-results/latest.json)
 `;
 
@@ -91,8 +92,18 @@ function settings(): Settings {
 
 const children = new Set<ChildProcess>();
 
+/**
+ * Children run in their own process group (spawned detached), so killing the group also
+ * takes down anything they started themselves (http-bench starts its own servers).
+ */
 function killAll(): void {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const c of children) {
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   children.clear();
 }
 
@@ -130,7 +141,7 @@ function startServer(
   env: Record<string, string>,
   ready: (line: string) => { port: number; metricsPort?: number } | undefined,
 ): Promise<Server> {
-  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.add(child);
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let stderr = '';
@@ -155,7 +166,9 @@ function startServer(
             command: shellLine(env, cmd === process.execPath ? 'node' : cmd, args),
             async stop() {
               if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+              const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
               await exited;
+              clearTimeout(timer);
               children.delete(child);
             },
           });
@@ -184,16 +197,6 @@ function startStore(): Promise<Server> {
     ['services/store/main.ts'],
     { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(8 * 1024 ** 3), LOG_LEVEL: 'info' },
     jsonReady('kvstore ready'),
-  );
-}
-
-function startBackend(store: Server): Promise<Server> {
-  return startServer(
-    'backend',
-    process.execPath,
-    ['services/backend/main.ts'],
-    { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${store.port}`, LOG_LEVEL: 'info' },
-    jsonReady('kvbackend ready'),
   );
 }
 
@@ -226,7 +229,7 @@ interface StoreRun {
 /** Runs `kv bench ... --json` as a child process (its progress bar goes to our stderr). */
 async function kvBench(args: string[]): Promise<StoreRun> {
   const full = ['bin/kv.js', 'bench', ...args, '--json'];
-  const child = spawn(process.execPath, full, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, full, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
   children.add(child);
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
@@ -352,37 +355,29 @@ async function memoryPerKey(kind: 'kvstack' | 'redis', s: Settings): Promise<Mem
   }
 }
 
-interface HttpResult {
-  readonly tool: string;
-  readonly requestsPerSec: number;
-  readonly latencyMs: Record<string, number>;
-  readonly errors: number;
-  readonly non2xx: number;
+interface HttpRun {
   readonly command: string;
-  readonly raw: unknown;
+  readonly report: HttpBenchReport;
 }
 
 /**
- * The backend benchmark lives in bench/http-bench.ts (autocannon). Its export is found
- * by name so this script does not break while that module changes shape.
+ * The HTTP side: bench/http-bench.ts (autocannon) starts its own store and one server per
+ * mode (the backend as shipped, bare Express, ...), run here as a child process.
  */
-async function httpBench(backend: Server, s: Settings): Promise<HttpResult> {
-  const mod = (await import('./http-bench.ts')) as Record<string, unknown>;
-  const fn = (mod.runHttpBench ?? mod.httpBench ?? mod.default) as ((o: Record<string, unknown>) => Promise<Record<string, unknown>>) | undefined;
-  if (typeof fn !== 'function') throw new Error('bench/http-bench.ts exports no runHttpBench function');
-  const url = `http://127.0.0.1:${backend.port}`;
-  const options = { url, connections: s.connections, duration: s.duration, warmup: s.warmup, valueSize: s.valueSize, keyspace: 1000, ratio: 0.9 };
-  const r = await fn(options);
-  const latency = (r.latencyMs ?? r.latency ?? {}) as Record<string, number>;
-  return {
-    tool: String(r.tool ?? 'autocannon'),
-    requestsPerSec: Number(r.requestsPerSec ?? (r.requests as { average?: number } | undefined)?.average ?? NaN),
-    latencyMs: latency,
-    errors: Number(r.errors ?? 0),
-    non2xx: Number(r.non2xx ?? 0),
-    command: String(r.command ?? `runHttpBench(${JSON.stringify(options)})  [bench/http-bench.ts, autocannon]`),
-    raw: r,
-  };
+async function httpBench(s: Settings): Promise<HttpRun> {
+  const args = ['bench/http-bench.ts', '--duration', String(s.duration), '--warmup', String(s.warmup), '--connections', String(s.connections), '--json'];
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+  children.add(child);
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  children.delete(child);
+  const command = shellLine({}, 'node', args);
+  try {
+    return { command, report: JSON.parse(out) as HttpBenchReport };
+  } catch {
+    throw new Error(`${command} failed (exit ${code})`);
+  }
 }
 
 // ---------------------------------------------------------------- report
@@ -431,22 +426,15 @@ async function main(): Promise<void> {
   results.store = Object.fromEntries(depths.map((d) => [`depth${d}`, { kvstack: storeRuns[d]!.kvstack.result, redis: storeRuns[d]!.redis?.result ?? null }]));
   await redis?.stop();
 
-  let http: HttpResult | undefined;
-  if (s.http) {
-    const backend = await startBackend(store);
-    commands.push(`backend: ${backend.command}`);
-    try {
-      log(`HTTP backend via bench/http-bench.ts (autocannon), ${s.duration} s ...`);
-      http = await httpBench(backend, s);
-      commands.push(`http:    ${http.command}`);
-    } catch (err) {
-      log(`HTTP benchmark skipped: ${err instanceof Error ? err.message : String(err)}`);
-    } finally {
-      await backend.stop();
-    }
-  }
-  results.http = http ?? null;
   await store.stop();
+
+  let http: HttpRun | undefined;
+  if (s.http) {
+    log(`HTTP backend: bench/http-bench.ts (autocannon), every mode, ${s.warmup} s + ${s.duration} s each ...`);
+    http = await httpBench(s);
+    commands.push(`http:    ${http.command}`);
+  }
+  results.http = http?.report ?? null;
 
   let memory: { kvstack: MemoryResult; redis?: MemoryResult } | undefined;
   if (s.memoryKeys > 0) {
@@ -490,11 +478,13 @@ async function main(): Promise<void> {
     lines.push('', `memory: (RSS after loading − RSS of the empty process) / keys, via ${memory.kvstack.method}; ${memory.kvstack.note}${memory.redis ? `; Redis ${memory.redis.note}` : ''}`);
   }
   if (http) {
-    lines.push(
-      '',
-      `HTTP backend (${http.tool}, ${s.connections} connections, ${s.duration} s): ${fmt(http.requestsPerSec)} req/s, ` +
-        `latency ${Object.entries(http.latencyMs).map(([k, v]) => `${k} ${fmt(v, 3)}`).join('  ')} ms, errors ${http.errors}, non-2xx ${http.non2xx}`,
-    );
+    const r = http.report;
+    lines.push('', `HTTP (autocannon, GET of a prefilled key, ${r.connections} connections, ${r.durationSeconds} s per mode)`, '');
+    const httpRows = [['mode', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'errors', 'non-2xx']];
+    for (const m of r.results) {
+      httpRows.push([m.mode, fmt(m.requestsPerSecond), fmt(m.latencyMs.p50, 2), fmt(m.latencyMs.p90, 2), fmt(m.latencyMs.p99, 2), String(m.errors), String(m.non2xx)]);
+    }
+    lines.push(table(httpRows), '', ...Object.entries(r.ratios).map(([k, v]) => `${k}: ${v}`));
   }
   lines.push('', 'Commands:', ...commands.map((c) => `  ${c}`), '');
   process.stdout.write(lines.join('\n'));
