@@ -159,6 +159,7 @@ describe('/metrics', () => {
     expect(sampleValue(e, 'kvstore_usage_bytes')).toBe(store.service.engine.usageBytes);
     expect(sampleValue(e, 'kvstore_keys')).toBe(store.service.engine.keyCount);
     expect(sampleValue(e, 'kvstore_connections')).toBe(1);
+    expect(sampleValue(e, 'kvstore_max_connections')).toBe(10000);
     expect(sampleValue(e, 'kvstore_connections_total')).toBe(2);
     expect(sampleValue(e, 'kvstore_rejected_connections_total')).toBe(0);
     expect(sampleValue(e, 'kvstore_network_received_bytes_total')).toBe(store.service.metrics.receivedBytes);

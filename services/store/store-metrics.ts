@@ -44,6 +44,8 @@ export interface StoreMetricsOptions {
   readonly engine: EngineStats;
   /** Open client connections right now. */
   readonly connections: () => number;
+  /** The MAX_CONNECTIONS limit, exported so alerts and dashboards can compare against it. */
+  readonly maxConnections: number;
 }
 
 /** Counts kept by the server; plain fields and arrays so recording is a few adds. */
@@ -110,7 +112,7 @@ class ScrapeTimeMetric {
 }
 
 /** Registers every store metric on `registry` and returns the counts the server feeds. */
-export function createStoreMetrics({ registry, engine, connections }: StoreMetricsOptions): StoreMetrics {
+export function createStoreMetrics({ registry, engine, connections, maxConnections }: StoreMetricsOptions): StoreMetrics {
   const m = new StoreMetrics();
   const registers = [registry];
   const reset = () => m.reset();
@@ -158,6 +160,7 @@ export function createStoreMetrics({ registry, engine, connections }: StoreMetri
   gauge('kvstore_max_memory_bytes', 'The MAX_MEMORY_BYTES cap on usage.', () => engine.maxMemoryBytes);
   gauge('kvstore_keys', 'Keys held.', () => engine.keyCount);
   gauge('kvstore_connections', 'Open client connections.', connections);
+  gauge('kvstore_max_connections', 'The MAX_CONNECTIONS limit on open client connections.', () => maxConnections);
   counter('kvstore_evictions_total', 'Keys evicted to make room (EVICTION_POLICY=lru).', () => engine.evictions);
   counter('kvstore_expired_keys_total', 'Keys removed because their time to live ran out.', () => engine.expired);
   counter('kvstore_keyspace_hits_total', 'Key lookups that found the key.', () => engine.hits);

@@ -65,7 +65,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const registry = deps.registry ?? createMetricsRegistry();
   const engine = new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
   let server: StoreServer | undefined;
-  const metrics = createStoreMetrics({ registry, engine, connections: () => server?.connectionCount ?? 0 });
+  const metrics = createStoreMetrics({ registry, engine, connections: () => server?.connectionCount ?? 0, maxConnections: config.maxConnections });
   server = new StoreServer({
     engine,
     metrics,
