@@ -10,9 +10,12 @@
 //   naive             the backend app over one new TCP connection to the store per request
 //
 // `npm run bench` calls runHttpBench(); `node bench/http-bench.ts [--duration s]
-// [--connections n] [--modes a,b] [--json]` runs it alone. A benchmark, not a test:
+// [--warmup s] [--rounds n] [--connections n] [--modes a,b] [--json]` runs it alone. A benchmark, not a test:
 // numbers depend on the machine; compare modes within one run.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { createRequire } from 'node:module';
@@ -28,6 +31,8 @@ export interface HttpBenchOptions {
   readonly warmupSeconds?: number;
   readonly connections?: number;
   readonly modes?: readonly HttpBenchMode[];
+  /** Times every mode is measured, interleaved; the median round is reported. */
+  readonly rounds?: number;
   /** Size of the prefilled value, in bytes. */
   readonly valueBytes?: number;
   /** Progress lines (to stderr by default). */
@@ -41,14 +46,19 @@ export interface HttpBenchResult {
   readonly requests: number;
   readonly errors: number;
   readonly non2xx: number;
+  /** CPU time the server process spent per request during the measured run (user + system), in µs. */
+  readonly serverCpuMicrosPerRequest: number | undefined;
+  /** Which round this (median) result comes from. */
+  readonly round: number;
 }
 
 export interface HttpBenchReport {
   readonly connections: number;
   readonly durationSeconds: number;
+  readonly rounds: number;
   readonly node: string;
   readonly results: readonly HttpBenchResult[];
-  /** Ratios the goals are stated in, when both modes were measured. */
+  /** Ratios the goals are stated in, and CPU differences between modes, when both were measured. */
   readonly ratios: Record<string, number>;
 }
 
@@ -107,11 +117,6 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function measure(url: string, connections: number, warmupSeconds: number, durationSeconds: number): Promise<AutocannonResult> {
-  if (warmupSeconds > 0) await autocannon({ url, connections, duration: warmupSeconds });
-  return autocannon({ url, connections, duration: durationSeconds });
-}
-
 /** Runs every requested mode, one after the other, and reports requests/s and latency. */
 export async function runHttpBench(options: HttpBenchOptions = {}): Promise<HttpBenchReport> {
   const durationSeconds = options.durationSeconds ?? 5;
@@ -119,8 +124,10 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   const connections = options.connections ?? 50;
   const modes = options.modes ?? HTTP_BENCH_MODES;
   const valueBytes = options.valueBytes ?? 64;
+  const roundCount = options.rounds ?? 1;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
 
+  const reportDir = mkdtempSync(join(tmpdir(), 'kvstack-http-bench-'));
   const storePort = await freePort();
   const store = startChild(['services/store/main.ts'], {
     STORE_HOST: '127.0.0.1',
@@ -132,27 +139,52 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   try {
     await waitForPort(storePort, store);
     await prefill(storePort, valueBytes);
-    for (const mode of modes) {
+    // Rounds interleave the modes (A B C, A B C, ...) so a burst of load from elsewhere
+    // on a shared machine does not land on one mode only; each mode reports its median round.
+    const runOne = async (mode: HttpBenchMode, round: number): Promise<HttpBenchResult> => {
       const port = await freePort();
-      const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', String(storePort)], {});
+      const report = join(reportDir, `${mode}-${round}.json`);
+      const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', String(storePort), '--report', report], {});
+      let r: AutocannonResult;
       try {
         await waitForPort(port, server);
-        log(`http-bench: ${mode}: ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
-        const r = await measure(`http://127.0.0.1:${port}/${KEY}`, connections, warmupSeconds, durationSeconds);
-        results.push({
-          mode,
-          requestsPerSecond: r.requests.average,
-          latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
-          requests: r.requests.total,
-          errors: r.errors + r.timeouts,
-          non2xx: r.non2xx,
-        });
+        log(`http-bench: round ${round}/${roundCount} ${mode}: ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
+        const url = `http://127.0.0.1:${port}/${KEY}`;
+        if (warmupSeconds > 0) await autocannon({ url, connections, duration: warmupSeconds });
+        server.kill('SIGUSR2'); // the server starts counting CPU time and requests here
+        r = await autocannon({ url, connections, duration: durationSeconds });
       } finally {
         await stopChild(server);
       }
+      let cpu: number | undefined;
+      try {
+        const usage = JSON.parse(readFileSync(report, 'utf8')) as { cpuMicros: number; requests: number };
+        if (usage.requests > 0) cpu = Math.round((usage.cpuMicros / usage.requests) * 10) / 10;
+      } catch {
+        // no report: the server died; the autocannon errors tell the story
+      }
+      return {
+        mode,
+        requestsPerSecond: r.requests.average,
+        latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
+        requests: r.requests.total,
+        errors: r.errors + r.timeouts,
+        non2xx: r.non2xx,
+        serverCpuMicrosPerRequest: cpu,
+        round,
+      };
+    };
+    const rounds = modes.map((): HttpBenchResult[] => []);
+    for (let round = 1; round <= roundCount; round++) {
+      for (const [i, mode] of modes.entries()) rounds[i]!.push(await runOne(mode, round));
+    }
+    for (const runs of rounds) {
+      const sorted = [...runs].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+      results.push(sorted[Math.floor((sorted.length - 1) / 2)]!);
     }
   } finally {
     await stopChild(store);
+    rmSync(reportDir, { recursive: true, force: true });
   }
 
   const rps = (mode: HttpBenchMode) => results.find((r) => r.mode === mode)?.requestsPerSecond;
@@ -165,7 +197,15 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   ratio('backend-bare / bare-express', rps('backend-bare'), rps('bare-express'));
   ratio('cost of metrics: backend / backend-no-metrics', rps('backend'), rps('backend-no-metrics'));
   ratio('cost of logging: backend / backend-no-logs', rps('backend'), rps('backend-no-logs'));
-  return { connections, durationSeconds, node: process.version, results, ratios };
+  // CPU per request is steadier than throughput on a shared machine: the costs in µs.
+  const cpu = (mode: HttpBenchMode) => results.find((r) => r.mode === mode)?.serverCpuMicrosPerRequest;
+  const delta = (name: string, a: number | undefined, b: number | undefined) => {
+    if (a !== undefined && b !== undefined) ratios[name] = Math.round((a - b) * 10) / 10;
+  };
+  delta('metrics, server CPU µs/req (backend - backend-no-metrics)', cpu('backend'), cpu('backend-no-metrics'));
+  delta('access logs, server CPU µs/req (backend - backend-no-logs)', cpu('backend'), cpu('backend-no-logs'));
+  delta('store round trip and app, server CPU µs/req (backend-bare - bare-express)', cpu('backend-bare'), cpu('bare-express'));
+  return { connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
 }
 
 async function prefill(storePort: number, valueBytes: number): Promise<void> {
@@ -180,9 +220,9 @@ async function prefill(storePort: number, valueBytes: number): Promise<void> {
 
 export function formatHttpBench(report: HttpBenchReport): string {
   const lines = [
-    `HTTP GET of a prefilled key, ${report.connections} connections, ${report.durationSeconds}s per mode, Node ${report.node}`,
+    `HTTP GET of a prefilled key, ${report.connections} connections, ${report.durationSeconds}s per mode, median of ${report.rounds} round(s), Node ${report.node}`,
     '',
-    'mode                 req/s     p50 ms  p90 ms  p99 ms  max ms  errors  non-2xx',
+    'mode                  req/s   p50 ms  p90 ms  p99 ms  max ms  errors  non-2xx  server CPU µs/req',
   ];
   for (const r of report.results) {
     lines.push(
@@ -190,7 +230,7 @@ export function formatHttpBench(report: HttpBenchReport): string {
         .toFixed(2)
         .padStart(7)} ${r.latencyMs.p99.toFixed(2).padStart(7)} ${r.latencyMs.max.toFixed(1).padStart(7)} ${String(r.errors).padStart(7)} ${String(
         r.non2xx,
-      ).padStart(8)}`,
+      ).padStart(8)}  ${r.serverCpuMicrosPerRequest === undefined ? '-' : r.serverCpuMicrosPerRequest.toFixed(1).padStart(8)}`,
     );
   }
   lines.push('');
@@ -200,14 +240,35 @@ export function formatHttpBench(report: HttpBenchReport): string {
 
 // ---- server roles, run as child processes by runHttpBench ----
 
-async function serve(mode: HttpBenchMode, port: number, storePort: number): Promise<void> {
+/**
+ * Counts requests and CPU time from SIGUSR2 (end of the warm-up) and writes them to
+ * `report` on SIGTERM, after `stop` has run.
+ */
+function accountCpu(server: ReturnType<typeof createHttpServer>, report: string, stop: () => void): void {
+  let requests = 0;
+  let since = process.cpuUsage();
+  server.on('request', () => requests++);
+  process.on('SIGUSR2', () => {
+    requests = 0;
+    since = process.cpuUsage();
+  });
+  process.on('SIGTERM', () => {
+    const used = process.cpuUsage(since);
+    writeFileSync(report, JSON.stringify({ cpuMicros: used.user + used.system, requests }));
+    stop();
+    process.exit(0);
+  });
+}
+
+async function serve(mode: HttpBenchMode, port: number, storePort: number, report: string): Promise<void> {
   if (mode === 'bare-express') {
     const { default: express } = await import('express');
     const app = express();
     app.get('/:key', (_req, res) => {
       res.send('Hello World!');
     });
-    createHttpServer(app).listen(port, '127.0.0.1');
+    const server = createHttpServer(app).listen(port, '127.0.0.1');
+    accountCpu(server, report, () => server.closeAllConnections());
     return;
   }
   const { createBackendApp } = await import('../services/backend/backend-app.ts');
@@ -243,12 +304,9 @@ async function serve(mode: HttpBenchMode, port: number, storePort: number): Prom
   if (mode !== 'naive') await pool.connect();
   const app = createBackendApp({ store, metrics, logger, maxValueBytes: config.maxValueBytes });
   const server = createHttpServer(app).listen(port, '127.0.0.1');
-  process.on('SIGTERM', () => {
-    server.close();
+  accountCpu(server, report, () => {
     server.closeAllConnections();
     pool.destroy();
-    logger.flush();
-    process.exit(0);
   });
 }
 
@@ -258,15 +316,17 @@ if (import.meta.main) {
       serve: { type: 'string' },
       port: { type: 'string' },
       'store-port': { type: 'string' },
+      report: { type: 'string' },
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
       modes: { type: 'string' },
+      rounds: { type: 'string' },
       json: { type: 'boolean' },
     },
   });
   if (values.serve) {
-    await serve(values.serve as HttpBenchMode, Number(values.port), Number(values['store-port']));
+    await serve(values.serve as HttpBenchMode, Number(values.port), Number(values['store-port']), values.report ?? join(tmpdir(), 'http-bench-serve.json'));
   } else {
     const modes = values.modes?.split(',') as HttpBenchMode[] | undefined;
     for (const m of modes ?? []) if (!HTTP_BENCH_MODES.includes(m)) throw new Error(`unknown mode ${m}; modes: ${HTTP_BENCH_MODES.join(', ')}`);
@@ -274,6 +334,7 @@ if (import.meta.main) {
       durationSeconds: values.duration ? Number(values.duration) : undefined,
       warmupSeconds: values.warmup ? Number(values.warmup) : undefined,
       connections: values.connections ? Number(values.connections) : undefined,
+      rounds: values.rounds ? Number(values.rounds) : undefined,
       modes,
     });
     process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatHttpBench(report)}\n`);
