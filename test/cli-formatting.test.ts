@@ -82,8 +82,8 @@ describe('reply JSON', () => {
 
 describe('tab completion', () => {
   it('completes the command name in the case typed', () => {
-    expect(completeCommand('se', () => {})).toEqual([['set', 'setex'], 'se']);
-    expect(completeCommand('EX', () => {})).toEqual([['EXPIRE', 'EXIT'], 'EX']);
-    expect(completeCommand('GET ke', () => {})).toEqual([[], 'GET ke']);
+    expect(completeCommand('se')).toEqual([['set', 'setex'], 'se']);
+    expect(completeCommand('EX')).toEqual([['EXPIRE', 'EXIT'], 'EX']);
+    expect(completeCommand('GET ke')).toEqual([[], 'GET ke']);
   });
 });
