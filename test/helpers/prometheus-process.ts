@@ -1,45 +1,22 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listen } from '../../services/shared/listen.ts';
+import { prometheusApi, type PrometheusApi } from './prometheus-api.ts';
+import { freePort } from './service-process.ts';
 
 export interface ScrapeTarget {
   readonly job: string;
   readonly target: string; // host:port of an admin endpoint
 }
 
-export interface PromSample {
-  readonly metric: Record<string, string>;
-  readonly value: number;
-}
-
-export interface PromAlert {
-  readonly labels: Record<string, string>;
-  readonly state: 'pending' | 'firing';
-}
-
-export interface PrometheusProcess {
-  readonly url: string;
-  query(expr: string): Promise<PromSample[]>;
-  alerts(): Promise<PromAlert[]>;
-  targets(): Promise<{ job: string; health: string }[]>;
-  /** Polls `probe` until it returns a value, or throws with the last result after `deadlineMs`. */
-  waitFor<T>(what: string, probe: () => Promise<T | undefined>, deadlineMs?: number): Promise<T>;
+export interface PrometheusProcess extends PrometheusApi {
   stop(): Promise<void>;
 }
 
 /** True when a `prometheus` binary is on PATH (Debian's package, or upstream's). */
 export function prometheusAvailable(): boolean {
   return spawnSync('prometheus', ['--version'], { stdio: 'ignore' }).status === 0;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server, 0, '127.0.0.1');
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 /**
@@ -79,45 +56,8 @@ export async function startPrometheus(targets: readonly ScrapeTarget[], ruleFile
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
-  const api = async <T>(path: string): Promise<T> => {
-    const res = await fetch(url + path);
-    const body = (await res.json()) as { status: string; data: T; error?: string };
-    if (body.status !== 'success') throw new Error(`prometheus ${path}: ${body.error}`);
-    return body.data;
-  };
-
   const prom: PrometheusProcess = {
-    url,
-    async query(expr) {
-      const data = await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(
-        `/api/v1/query?query=${encodeURIComponent(expr)}`,
-      );
-      return data.result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
-    },
-    async alerts() {
-      const data = await api<{ alerts: PromAlert[] }>('/api/v1/alerts');
-      return data.alerts;
-    },
-    async targets() {
-      const data = await api<{ activeTargets: { labels: Record<string, string>; health: string }[] }>('/api/v1/targets');
-      return data.activeTargets.map((t) => ({ job: t.labels.job!, health: t.health }));
-    },
-    async waitFor(what, probe, deadlineMs = 30_000) {
-      const deadline = Date.now() + deadlineMs;
-      let lastError: unknown;
-      while (Date.now() < deadline) {
-        if (child.exitCode !== null) throw new Error(`prometheus exited while waiting for ${what}:\n${log}`);
-        try {
-          const v = await probe();
-          if (v !== undefined) return v;
-        } catch (err) {
-          lastError = err;
-        }
-        // Prometheus scrapes and evaluates once a second: poll a few times per cycle.
-        await new Promise((r) => setTimeout(r, 250));
-      }
-      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    },
+    ...prometheusApi(url, () => (child.exitCode !== null ? log : undefined)),
     async stop() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');
