@@ -93,12 +93,12 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
     }
     for await (const line of lines) {
       const trimmed = line.trim();
-      const word = trimmed.split(' ')[0]!.toLowerCase();
+      const lower = trimmed.toLowerCase();
       if (trimmed === '') {
         // Not a command: nothing to send, nothing to print.
-      } else if (word === 'quit' && trimmed.length === 4 || word === 'exit' && trimmed.length === 4) {
+      } else if (lower === 'quit' || lower === 'exit') {
         break;
-      } else if (word === 'help') {
+      } else if (lower === 'help' || lower.startsWith('help ')) {
         const topic = trimmed.slice(4).trim();
         await writeOut(io.stdout, (topic && commandHelp(topic)) || replHelp());
       } else {
