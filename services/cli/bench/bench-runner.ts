@@ -152,7 +152,9 @@ async function runInWorkers(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) =>
       progress,
       index,
     };
-    return new Worker(new URL('./bench-worker.ts', import.meta.url), { workerData: job });
+    // The same extension as this module: .ts from the sources, .js once compiled to dist/.
+    const script = new URL(`./bench-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url);
+    return new Worker(script, { workerData: job });
   });
   const phases = new Map<Worker, BenchPhaseName>();
   let announced: BenchPhaseName | undefined;
