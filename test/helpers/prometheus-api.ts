@@ -1,3 +1,5 @@
+import { waitUntil } from './wait-until.ts';
+
 export interface PromSample {
   readonly metric: Record<string, string>;
   readonly value: number;
@@ -45,22 +47,8 @@ export function prometheusApi(url: string, stillRunning: () => string | undefine
       const data = await get<{ activeTargets: { labels: Record<string, string>; health: string }[] }>('/api/v1/targets');
       return data.activeTargets.map((t) => ({ job: t.labels.job!, health: t.health }));
     },
-    async waitFor(what, probe, deadlineMs = 60_000) {
-      const deadline = Date.now() + deadlineMs;
-      let last: unknown;
-      while (Date.now() < deadline) {
-        const dead = stillRunning();
-        if (dead) throw new Error(`prometheus stopped while waiting for ${what}: ${dead}`);
-        try {
-          const v = await probe();
-          if (v !== undefined) return v;
-        } catch (err) {
-          last = err;
-        }
-        // Prometheus scrapes and evaluates on its own clock: poll a few times per cycle.
-        await new Promise((r) => setTimeout(r, 250));
-      }
-      throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    waitFor(what, probe, deadlineMs = 60_000) {
+      return waitUntil(what, probe, { deadlineMs, abort: () => (stillRunning() ? `prometheus stopped: ${stillRunning()}` : undefined) });
     },
   };
   return api;

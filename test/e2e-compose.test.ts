@@ -1,0 +1,86 @@
+// The stack as users run it: images built from this repo's Dockerfile, brought up by
+// docker-compose.yml through testcontainers, checked end to end (the same checks as the
+// process suite). Grafana is left out: the suite needs no dashboard server, only the
+// Prometheus its dashboards query. Skips, saying so, when no Docker engine is reachable;
+// REQUIRE_DOCKER=1 makes that a failure.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { DockerComposeEnvironment, Wait, type StartedDockerComposeEnvironment } from 'testcontainers';
+import { afterAll, beforeAll } from 'vitest';
+import { probeUsage } from '../services/client/index.ts';
+import { composeFiles, describeDocker } from './helpers/docker-available.ts';
+import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
+import { prometheusApi } from './helpers/prometheus-api.ts';
+import { freePort } from './helpers/service-process.ts';
+import { waitUntil } from './helpers/wait-until.ts';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const docker = async (...args: string[]) => (await promisify(execFile)('docker', args)).stdout.trim();
+
+await describeDocker(
+  'end to end with the compose stack in containers',
+  () => {
+    let environment: StartedDockerComposeEnvironment | undefined;
+    const ports = { backend: 0, prometheus: 0, alertmanager: 0, grafana: 0, store: 0 };
+    const containerId = (service: string) => environment!.getContainer(`${service}-1`).getId();
+
+    beforeAll(async () => {
+      for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
+      environment = await new DockerComposeEnvironment(root, [...composeFiles(), 'test/fixtures/compose.e2e.yml'])
+        .withBuild()
+        .withEnvironment({
+          PUBLISH_ADDRESS: '127.0.0.1',
+          BACKEND_PORT: String(ports.backend),
+          PROMETHEUS_PORT: String(ports.prometheus),
+          ALERTMANAGER_PORT: String(ports.alertmanager),
+          GRAFANA_PORT: String(ports.grafana),
+          E2E_STORE_PORT: String(ports.store),
+          STORE_TIMEOUT_MS: '500',
+        })
+        .withWaitStrategy('store-1', Wait.forLogMessage(/"msg":"kvstore ready"/))
+        .withWaitStrategy('backend-1', Wait.forHealthCheck())
+        .withWaitStrategy('prometheus-1', Wait.forHttp('/-/ready', 9090))
+        .withWaitStrategy('alertmanager-1', Wait.forHttp('/-/ready', 9093))
+        .withStartupTimeout(300_000)
+        .up(['store', 'backend', 'prometheus', 'alertmanager']);
+    }, 900_000);
+
+    afterAll(async () => {
+      await environment?.down({ removeVolumes: true, timeout: 10_000 });
+    }, 120_000);
+
+    const backendReady = () =>
+      waitUntil('the backend container to answer', async () => ((await fetch(`http://127.0.0.1:${ports.backend}/e2e-ready-probe`)).status === 404 ? true : undefined), {
+        deadlineMs: 60_000,
+      });
+
+    const stack: Stack = {
+      get backendUrl() {
+        return `http://127.0.0.1:${ports.backend}`;
+      },
+      get store() {
+        return { host: '127.0.0.1', port: ports.store };
+      },
+      get prometheus() {
+        return prometheusApi(`http://127.0.0.1:${ports.prometheus}`);
+      },
+      stopStore: async () => {
+        await docker('stop', '--time', '10', containerId('store'));
+      },
+      startStore: async () => {
+        await docker('start', containerId('store'));
+        await waitUntil('the store container to answer USAGE', () => probeUsage({ host: '127.0.0.1', port: ports.store, timeoutMs: 1000 }), {
+          deadlineMs: 60_000,
+        });
+      },
+      restartBackend: async () => {
+        await docker('restart', '--time', '10', containerId('backend'));
+        await backendReady();
+      },
+      backendIdentity: () => docker('inspect', '--format', '{{.State.StartedAt}}', containerId('backend')),
+    };
+    defineStackChecks(() => stack);
+  },
+  { compose: true },
+);
