@@ -1,0 +1,547 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { KvEngine, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
+import { BUCKET_MS } from '../services/store/expiry-index.ts';
+
+// The engine is pure: every test drives it with a fake clock and never sleeps.
+
+function fakeClock(start = 0) {
+  const clock = { t: start, now: () => clock.t, advance: (ms: number) => void (clock.t += ms) };
+  return clock;
+}
+
+function engineWith(options: Partial<KvEngineOptions> = {}) {
+  const clock = fakeClock();
+  const engine = new KvEngine({ maxMemoryBytes: 1 << 20, evictionPolicy: 'lru', now: clock.now, ...options });
+  return { engine, clock };
+}
+
+const b64 = (value: string | Uint8Array): string => Buffer.from(value).toString('base64');
+const entryBytes = (key: string, value: string | Uint8Array): number =>
+  Buffer.byteLength(key, 'utf8') + Buffer.from(value).length;
+
+describe('get, set, delete', () => {
+  it('stores, overwrites and deletes', () => {
+    const { engine } = engineWith();
+    expect(engine.get('a')).toBeUndefined();
+    expect(engine.set('a', b64('one'))).toBe('ok');
+    expect(engine.get('a')).toBe(b64('one'));
+    expect(engine.set('a', b64('two!'))).toBe('ok');
+    expect(engine.get('a')).toBe(b64('two!'));
+    expect(engine.keyCount).toBe(1);
+    expect(engine.delete('a')).toBe(true);
+    expect(engine.delete('a')).toBe(false);
+    expect(engine.get('a')).toBeUndefined();
+    expect(engine.keyCount).toBe(0);
+    expect(engine.usageBytes).toBe(0);
+    expect(engine.hits).toBe(2);
+    expect(engine.misses).toBe(2);
+  });
+
+  it('keeps an empty value as an empty string, not as absent', () => {
+    const { engine } = engineWith();
+    expect(engine.set('empty', '')).toBe('ok');
+    expect(engine.get('empty')).toBe('');
+    expect(engine.usageBytes).toBe(5);
+    expect(engine.ttl('empty')).toBe(-1);
+  });
+
+  it('rejects what the server must never hand in', () => {
+    expect(() => new KvEngine({ maxMemoryBytes: -1, evictionPolicy: 'lru' })).toThrow(RangeError);
+    expect(() => new KvEngine({ maxMemoryBytes: 10, evictionPolicy: 'fifo' as 'lru' })).toThrow(RangeError);
+    const { engine } = engineWith();
+    expect(() => engine.set('k', 'abc')).toThrow(TypeError); // unpadded base64
+    expect(() => engine.set('k', 'ab!=')).toThrow(); // not base64 (latin1 storage decodes it)
+    expect(() => engine.set('k', b64('v'), 0)).toThrow(RangeError);
+    expect(() => engine.expire('k', Number.NaN)).toThrow(RangeError);
+    expect(engine.keyCount).toBe(0);
+  });
+});
+
+describe.each(['latin1', 'base64'] as const)('usage accounting, %s storage', (valueStorage) => {
+  // Keys of 1 to 4 bytes per character; values of 3, 4 and 5 bytes encode with 0, 2 and 1
+  // padding characters.
+  const keys = ['plain', 'ключ', '鍵', '🔑x', 'é'];
+  const values = [Buffer.from([1, 2, 3]), Buffer.from('€a'), Buffer.from('ab€'), Buffer.alloc(0)];
+
+  it('derives value bytes from base64 padding', () => {
+    expect(values.map((v) => b64(v).match(/=*$/)![0].length)).toEqual([0, 2, 1, 0]);
+    const { engine } = engineWith({ valueStorage });
+    let expected = 0;
+    keys.forEach((key, i) => {
+      const value = values[i % values.length]!;
+      engine.set(key, b64(value));
+      expected += entryBytes(key, value);
+      expect(engine.usageBytes).toBe(expected);
+    });
+  });
+
+  it('stays exact through set, overwrite, delete, expire and evict', () => {
+    const { engine, clock } = engineWith({ maxMemoryBytes: 40, valueStorage });
+    const live = new Map<string, number>();
+    const sum = () => [...live.values()].reduce((a, b) => a + b, 0);
+    const put = (key: string, value: Uint8Array, ttl?: number) => {
+      expect(engine.set(key, b64(value), ttl)).toBe('ok');
+      live.set(key, entryBytes(key, value));
+    };
+
+    put('ключ', values[0]!); // 8 + 3
+    put('鍵', values[1]!, 5); // 3 + 4
+    put('🔑x', values[2]!); // 5 + 5
+    expect(engine.usageBytes).toBe(sum());
+    put('ключ', values[2]!); // overwrite, grows by 2
+    put('鍵', values[0]!); // overwrite, shrinks by 1, clears the TTL
+    expect(engine.usageBytes).toBe(sum());
+
+    expect(engine.delete('🔑x')).toBe(true);
+    live.delete('🔑x');
+    expect(engine.usageBytes).toBe(sum());
+
+    put('é', values[1]!, 1); // 2 + 4
+    clock.advance(1000);
+    expect(engine.get('é')).toBeUndefined(); // lazy expiry
+    live.delete('é');
+    expect(engine.usageBytes).toBe(sum());
+
+    // 10 + 7 held; a 30-byte entry makes room by evicting the LRU key ('ключ').
+    const big = Buffer.alloc(26, 7);
+    put('big!', big);
+    live.delete('ключ');
+    expect(engine.evictions).toBe(1);
+    expect(engine.usageBytes).toBe(sum());
+    expect(engine.usageBytes).toBeLessThanOrEqual(40);
+    engine.verifyInvariants();
+  });
+});
+
+describe('LRU eviction', () => {
+  // Every entry is 1 key byte + 3 value bytes; the cap holds exactly three.
+  const three = () => engineWith({ maxMemoryBytes: 12 });
+  const v = b64('xyz');
+
+  it('evicts the least recently set key', () => {
+    const { engine } = three();
+    for (const key of ['a', 'b', 'c', 'd']) expect(engine.set(key, v)).toBe('ok');
+    expect(engine.get('a')).toBeUndefined();
+    expect(engine.evictions).toBe(1);
+    expect(engine.keyCount).toBe(3);
+    expect(engine.usageBytes).toBe(12);
+  });
+
+  it('a GET makes the key recent, so the victim changes', () => {
+    const { engine } = three();
+    for (const key of ['a', 'b', 'c']) engine.set(key, v);
+    engine.get('a');
+    engine.set('d', v);
+    expect(engine.get('b')).toBeUndefined();
+    expect(engine.get('a')).toBe(v);
+  });
+
+  it('an overwrite makes the key recent', () => {
+    const { engine } = three();
+    for (const key of ['a', 'b', 'c']) engine.set(key, v);
+    engine.set('a', b64('new'));
+    engine.set('d', v);
+    expect(engine.get('b')).toBeUndefined();
+    expect(engine.get('a')).toBe(b64('new'));
+  });
+
+  it('TTL and EXPIRE do not count as access (decided)', () => {
+    const { engine } = three();
+    for (const key of ['a', 'b', 'c']) engine.set(key, v);
+    expect(engine.ttl('a')).toBe(-1);
+    expect(engine.expire('a', 100)).toBe(true);
+    expect(engine.ttl('a')).toBe(100);
+    engine.set('d', v);
+    expect(engine.get('a')).toBeUndefined();
+    expect(engine.get('b')).toBe(v);
+  });
+
+  it('an overwrite that grows evicts others, never the key itself', () => {
+    const { engine } = three();
+    for (const key of ['a', 'b', 'c']) engine.set(key, v);
+    expect(engine.set('a', b64('123456'))).toBe('ok'); // 7 bytes: a + one more must go
+    expect(engine.get('a')).toBe(b64('123456'));
+    expect(engine.get('b')).toBeUndefined();
+    expect(engine.get('c')).toBe(v);
+    expect(engine.usageBytes).toBe(11);
+  });
+
+  it('counts an expired victim as expired, not as evicted', () => {
+    const { engine, clock } = three();
+    engine.set('a', v, 1);
+    engine.set('b', v);
+    engine.set('c', v);
+    clock.advance(1000);
+    engine.set('d', v);
+    expect(engine.evictions).toBe(0);
+    expect(engine.expired).toBe(1);
+    engine.verifyInvariants();
+  });
+
+  it('evicts many keys in exact LRU order (a workload that is quadratic with a naive cursor)', () => {
+    // Each round sets a new cold key and then reads ten hot keys, leaving holes all over the
+    // Map. Live keys must stay the hot ten plus the most recent cold ones. A fresh iterator
+    // per eviction would rescan the holes at the front every time and not finish here.
+    const capacity = 50_000;
+    const rounds = 300_000;
+    const { engine } = engineWith({ maxMemoryBytes: capacity * 9 });
+    const value = b64('v'); // every key is 8 bytes, every entry 9 bytes
+    const cold = (i: number) => `c${String(i).padStart(7, '0')}`;
+    const hot = Array.from({ length: 10 }, (_, i) => `hot0000${i}`);
+    for (const key of hot) engine.set(key, value);
+    for (let i = 0; i < rounds; i++) {
+      engine.set(cold(i), value);
+      for (const key of hot) if (engine.get(key) === undefined) throw new Error(`hot key ${key} evicted`);
+    }
+    const coldLive = capacity - hot.length;
+    expect(engine.keyCount).toBe(capacity);
+    expect(engine.evictions).toBe(rounds - coldLive);
+    expect(engine.get(cold(rounds - coldLive - 1))).toBeUndefined();
+    expect(engine.get(cold(rounds - coldLive))).toBe(value);
+    expect(engine.get(cold(rounds - 1))).toBe(value);
+    engine.verifyInvariants();
+  });
+});
+
+describe('hot keys and tombstones', () => {
+  // With a JS Map's insertion order as the LRU list, each access re-inserts the key and
+  // walks a bucket chain that grew with every earlier access: these loops would take
+  // minutes. Here they only check results.
+  const bigEngine = () => {
+    const { engine } = engineWith({ maxMemoryBytes: 1 << 30 });
+    for (let i = 0; i < 100_000; i++) engine.set(`key${i}`, b64('v'));
+    return engine;
+  };
+
+  it('reads and overwrites the same keys many times', () => {
+    const engine = bigEngine();
+    for (let i = 0; i < 300_000; i++) {
+      if (engine.get(`key${i & 1}`) === undefined) throw new Error('hot key lost');
+      engine.set('key7', b64(i % 2 ? 'odd' : 'even'));
+    }
+    expect(engine.hits).toBe(300_000);
+    expect(engine.get('key7')).toBe(b64('odd'));
+    engine.verifyInvariants();
+  });
+
+  it('sets and deletes the same key many times, reusing its tombstone', () => {
+    const engine = bigEngine();
+    const usage = engine.usageBytes;
+    for (let i = 0; i < 300_000; i++) {
+      engine.set('lock', b64('x'));
+      if (!engine.delete('lock')) throw new Error('lock not deleted');
+    }
+    expect(engine.get('lock')).toBeUndefined();
+    expect(engine.usageBytes).toBe(usage);
+    expect(engine.keyCount).toBe(100_000);
+    engine.verifyInvariants();
+  });
+
+  it('drops the oldest tombstones and lets their keys come back', () => {
+    const engine = bigEngine();
+    for (let i = 0; i < 90_000; i++) engine.delete(`key${i}`);
+    engine.verifyInvariants(); // checks tombstones stay within max(MIN_TOMBSTONES, live / 8)
+    expect(engine.keyCount).toBe(10_000);
+    for (let i = 0; i < 90_000; i += 1000) expect(engine.get(`key${i}`)).toBeUndefined();
+    for (let i = 0; i < 100_000; i++) engine.set(`key${i}`, b64('again'));
+    expect(engine.keyCount).toBe(100_000);
+    expect(engine.get('key0')).toBe(b64('again'));
+    expect(engine.get('key89999')).toBe(b64('again'));
+    engine.verifyInvariants();
+  });
+});
+
+describe('memory cap', () => {
+  const v = b64('xyz');
+
+  it('noeviction refuses a set that would pass the cap and changes nothing', () => {
+    const { engine } = engineWith({ maxMemoryBytes: 12, evictionPolicy: 'noeviction' });
+    for (const key of ['a', 'b', 'c']) expect(engine.set(key, v)).toBe('ok');
+    const before = { usage: engine.usageBytes, keys: engine.keyCount, evictions: engine.evictions };
+    expect(engine.set('d', v)).toBe('out_of_memory');
+    expect(engine.set('a', b64('four'))).toBe('out_of_memory'); // overwrite: +1 over the cap
+    expect(engine.set('d', '', 10)).toBe('out_of_memory');
+    expect({ usage: engine.usageBytes, keys: engine.keyCount, evictions: engine.evictions }).toEqual(before);
+    expect(engine.get('d')).toBeUndefined();
+    expect(engine.get('a')).toBe(v);
+    expect(engine.ttl('d')).toBeNull();
+    // An overwrite counts new minus old: same size or smaller fits.
+    expect(engine.set('a', b64('abc'))).toBe('ok');
+    expect(engine.set('b', b64('ab'))).toBe('ok');
+    expect(engine.set('d', '')).toBe('ok'); // 1 byte: exactly at the cap
+    expect(engine.usageBytes).toBe(12);
+    engine.verifyInvariants();
+  });
+
+  for (const evictionPolicy of ['lru', 'noeviction'] as const) {
+    it(`${evictionPolicy}: a single entry larger than the cap fails without evicting anything`, () => {
+      const { engine } = engineWith({ maxMemoryBytes: 12, evictionPolicy });
+      engine.set('a', v);
+      engine.set('b', v);
+      expect(engine.set('big', b64('0123456789'))).toBe('out_of_memory'); // 3 + 10 bytes
+      expect(engine.set('a', b64('012345678901'))).toBe('out_of_memory'); // an overwrite too
+      expect(engine.set('cc', b64('01234567890'), 5)).toBe('out_of_memory');
+      expect(engine.evictions).toBe(0);
+      expect(engine.keyCount).toBe(2);
+      expect(engine.usageBytes).toBe(8);
+      expect(engine.get('a')).toBe(v);
+      expect(engine.get('b')).toBe(v);
+      expect(engine.ttl('cc')).toBeNull();
+    });
+  }
+});
+
+describe('time to live', () => {
+  const v = b64('value');
+
+  it('a plain SET clears the TTL', () => {
+    const { engine, clock } = engineWith();
+    engine.set('k', v, 10);
+    expect(engine.ttl('k')).toBe(10);
+    engine.set('k', v);
+    expect(engine.ttl('k')).toBe(-1);
+    expect(engine.keysWithTtl).toBe(0);
+    clock.advance(20_000);
+    expect(engine.sweepExpired()).toBe(0);
+    expect(engine.get('k')).toBe(v);
+  });
+
+  it('reports whole seconds rounded up', () => {
+    const { engine, clock } = engineWith();
+    clock.advance(7517.870844203658); // here (t + 1000) - t > 1000 in floating point
+    engine.set('one', v, 1);
+    expect(engine.ttl('one')).toBe(1);
+    clock.t = 0;
+    engine.set('three', v, 3);
+    clock.advance(1500);
+    expect(engine.ttl('three')).toBe(2);
+    clock.advance(1499);
+    expect(engine.ttl('three')).toBe(1);
+    clock.advance(1);
+    expect(engine.ttl('three')).toBeNull();
+    expect(engine.ttl('missing')).toBeNull();
+  });
+
+  it('EXPIRE sets, replaces and reports absence', () => {
+    const { engine, clock } = engineWith();
+    expect(engine.expire('k', 5)).toBe(false);
+    engine.set('k', v);
+    expect(engine.expire('k', 5)).toBe(true);
+    expect(engine.ttl('k')).toBe(5);
+    expect(engine.expire('k', 100)).toBe(true);
+    clock.advance(50_000);
+    expect(engine.ttl('k')).toBe(50);
+    expect(engine.expire('k', 1)).toBe(true);
+    clock.advance(1000);
+    expect(engine.expire('k', 5)).toBe(false);
+    expect(engine.keysWithTtl).toBe(0);
+  });
+
+  it('never returns an expired key, whichever command touches it', () => {
+    const { engine, clock } = engineWith();
+    for (const key of ['g', 't', 'e', 'd', 's']) engine.set(key, v, 2);
+    engine.set('keep', v);
+    const usage = engine.usageBytes;
+    clock.advance(1999);
+    expect(engine.get('g')).toBe(v);
+    clock.advance(1);
+    expect(engine.get('g')).toBeUndefined();
+    expect(engine.ttl('t')).toBeNull();
+    expect(engine.expire('e', 10)).toBe(false);
+    expect(engine.delete('d')).toBe(false);
+    expect(engine.set('s', b64('fresh'))).toBe('ok'); // replaces the expired value
+    expect(engine.expired).toBe(5);
+    expect(engine.keyCount).toBe(2);
+    expect(engine.usageBytes).toBe(usage - 4 * entryBytes('g', 'value'));
+    expect(engine.get('s')).toBe(b64('fresh'));
+    engine.verifyInvariants();
+  });
+
+  it('the sweep removes expired keys nobody reads', () => {
+    const { engine, clock } = engineWith();
+    for (let i = 0; i < 100; i++) engine.set(`short${i}`, v, 1);
+    for (let i = 0; i < 100; i++) engine.set(`long${i}`, v, 60);
+    for (let i = 0; i < 100; i++) engine.set(`plain${i}`, v);
+    const perKey = (key: string) => entryBytes(key, 'value');
+    let shortBytes = 0;
+    for (let i = 0; i < 100; i++) shortBytes += perKey(`short${i}`);
+    const usage = engine.usageBytes;
+
+    clock.advance(999);
+    expect(engine.sweepExpired()).toBe(0);
+    // Removed at most one bucket width after expiry, well within SPEC's 2 seconds.
+    clock.advance(1 + BUCKET_MS);
+    expect(engine.sweepExpired()).toBe(100);
+    expect(engine.expired).toBe(100);
+    expect(engine.keyCount).toBe(200);
+    expect(engine.usageBytes).toBe(usage - shortBytes);
+    expect(engine.sweepExpired()).toBe(0);
+    expect(engine.get('long5')).toBe(v);
+    expect(engine.misses).toBe(0);
+    engine.verifyInvariants();
+  });
+
+  it('a key whose TTL moved later is not swept at its old time', () => {
+    const { engine, clock } = engineWith();
+    engine.set('moved', v, 1);
+    engine.set('deleted', v, 1);
+    engine.set('cleared', v, 1);
+    engine.expire('moved', 10);
+    engine.delete('deleted');
+    engine.set('cleared', v);
+    clock.advance(2000);
+    expect(engine.sweepExpired()).toBe(0);
+    expect(engine.expired).toBe(0);
+    clock.advance(9000);
+    expect(engine.sweepExpired()).toBe(1);
+    expect(engine.get('moved')).toBeUndefined();
+    expect(engine.get('cleared')).toBe(v);
+  });
+
+  it('sweeps many keys across several bounded calls', () => {
+    const { engine, clock } = engineWith({ maxMemoryBytes: 1 << 30 });
+    const total = 45_000;
+    for (let i = 0; i < total; i++) engine.set(`key${i}`, v, 1 + (i % 3));
+    clock.advance(5000);
+    // The fake clock stands still during a call, so the entry bound is what stops it.
+    const perCall = SWEEP_ENTRIES_PER_MS * 1;
+    const removed: number[] = [];
+    for (let n = engine.sweepExpired(1); n > 0; n = engine.sweepExpired(1)) removed.push(n);
+    expect(removed.length).toBe(Math.ceil(total / perCall));
+    expect(Math.max(...removed)).toBe(perCall);
+    expect(removed.reduce((a, b) => a + b, 0)).toBe(total);
+    expect(engine.keyCount).toBe(0);
+    expect(engine.usageBytes).toBe(0);
+    expect(engine.expired).toBe(total);
+    engine.verifyInvariants();
+  });
+
+  it('a sweep stops when its time budget is spent', () => {
+    const clock = fakeClock();
+    let readings = 0;
+    const engine = new KvEngine({
+      maxMemoryBytes: 1 << 30,
+      evictionPolicy: 'lru',
+      now: () => clock.t + readings++ * 0.1, // every reading of the clock takes 0.1 ms
+    });
+    for (let i = 0; i < 20_000; i++) engine.set(`key${i}`, v, 1);
+    clock.advance(10_000);
+    const first = engine.sweepExpired(1);
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThan(SWEEP_ENTRIES_PER_MS);
+    engine.verifyInvariants();
+  });
+});
+
+// A reference model of SPEC §1 kept as a plain array in LRU order (index 0 = least recent),
+// compared with the engine after every command of random command sequences.
+describe('against a reference model', () => {
+  type Model = { key: string; value: string; bytes: number; expiresAt: number | null }[];
+  const keys = ['a', 'b', 'ключ', '鍵', '🔑', 'k5'];
+  const cmd = fc.oneof(
+    fc.record({ op: fc.constant('set' as const), key: fc.constantFrom(...keys), value: fc.uint8Array({ maxLength: 14 }), ttl: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }) }),
+    fc.record({ op: fc.constant('get' as const), key: fc.constantFrom(...keys) }),
+    fc.record({ op: fc.constant('delete' as const), key: fc.constantFrom(...keys) }),
+    fc.record({ op: fc.constant('expire' as const), key: fc.constantFrom(...keys), ttl: fc.integer({ min: 1, max: 3 }) }),
+    fc.record({ op: fc.constant('ttl' as const), key: fc.constantFrom(...keys) }),
+    fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 2500 }) }),
+    fc.record({ op: fc.constant('sweep' as const) }),
+  );
+
+  const combos = [['lru', 'latin1'], ['noeviction', 'latin1'], ['lru', 'base64'], ['noeviction', 'base64']] as const;
+  for (const [evictionPolicy, valueStorage] of combos) {
+    it(`${evictionPolicy}, ${valueStorage} storage: same replies, usage and counters`, () => {
+      fc.assert(
+        fc.property(fc.array(cmd, { maxLength: 80 }), fc.integer({ min: 4, max: 48 }), (cmds, max) => {
+          const { engine, clock } = engineWith({ maxMemoryBytes: max, evictionPolicy, valueStorage });
+          const model: Model = [];
+          const stats = { evictions: 0, expired: 0, hits: 0, misses: 0 };
+          const usage = () => model.reduce((a, e) => a + e.bytes, 0);
+          const dead = (e: Model[number]) => e.expiresAt !== null && e.expiresAt <= clock.t;
+          const find = (key: string) => model.findIndex((e) => e.key === key);
+          const live = (key: string) => {
+            const i = find(key);
+            if (i >= 0 && dead(model[i]!)) {
+              model.splice(i, 1);
+              stats.expired++;
+              return -1;
+            }
+            return i;
+          };
+          for (const c of cmds) {
+            switch (c.op) {
+              case 'set': {
+                const value = b64(c.value);
+                const bytes = entryBytes(c.key, c.value);
+                const i = find(c.key);
+                const old = i >= 0 ? model[i]!.bytes : 0;
+                const refused = bytes > max || (evictionPolicy === 'noeviction' && usage() - old + bytes > max);
+                expect(engine.set(c.key, value, c.ttl)).toBe(refused ? 'out_of_memory' : 'ok');
+                if (refused) break;
+                if (i >= 0) {
+                  if (dead(model[i]!)) stats.expired++;
+                  model.splice(i, 1);
+                }
+                while (usage() + bytes > max) {
+                  const victim = model.shift()!;
+                  if (dead(victim)) stats.expired++;
+                  else stats.evictions++;
+                }
+                model.push({ key: c.key, value, bytes, expiresAt: c.ttl === undefined ? null : clock.t + c.ttl * 1000 });
+                break;
+              }
+              case 'get': {
+                const i = live(c.key);
+                if (i < 0) stats.misses++;
+                else {
+                  stats.hits++;
+                  model.push(...model.splice(i, 1));
+                }
+                expect(engine.get(c.key)).toBe(i < 0 ? undefined : model.at(-1)!.value);
+                break;
+              }
+              case 'delete': {
+                const i = live(c.key);
+                if (i >= 0) model.splice(i, 1);
+                expect(engine.delete(c.key)).toBe(i >= 0);
+                break;
+              }
+              case 'expire': {
+                const i = live(c.key);
+                if (i >= 0) model[i]!.expiresAt = clock.t + c.ttl * 1000;
+                expect(engine.expire(c.key, c.ttl)).toBe(i >= 0);
+                break;
+              }
+              case 'ttl': {
+                const i = live(c.key);
+                const e = model[i];
+                const want = i < 0 ? null : e!.expiresAt === null ? -1 : Math.ceil((e!.expiresAt - clock.t) / 1000);
+                expect(engine.ttl(c.key)).toBe(want);
+                break;
+              }
+              case 'advance':
+                clock.advance(c.ms);
+                break;
+              case 'sweep': {
+                // Documented: a key is swept once its whole time bucket has passed.
+                const due = (e: Model[number]) =>
+                  e.expiresAt !== null && Math.floor(e.expiresAt / BUCKET_MS) < Math.floor(clock.t / BUCKET_MS);
+                const n = model.filter(due).length;
+                for (let i = model.length - 1; i >= 0; i--) if (due(model[i]!)) model.splice(i, 1);
+                stats.expired += n;
+                expect(engine.sweepExpired()).toBe(n);
+                break;
+              }
+            }
+            expect(engine.usageBytes).toBe(usage());
+            expect(engine.keyCount).toBe(model.length);
+            expect({ evictions: engine.evictions, expired: engine.expired, hits: engine.hits, misses: engine.misses }).toEqual(stats);
+            engine.verifyInvariants();
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+  }
+});
