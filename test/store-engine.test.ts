@@ -241,7 +241,7 @@ describe('hot keys and tombstones', () => {
   it('drops the oldest tombstones and lets their keys come back', () => {
     const engine = bigEngine();
     for (let i = 0; i < 90_000; i++) engine.delete(`key${i}`);
-    engine.verifyInvariants(); // checks tombstones stay within max(MIN_TOMBSTONES, live / 8)
+    engine.verifyInvariants(); // checks tombstones stay within max(MIN_TOMBSTONES, live / 16)
     expect(engine.keyCount).toBe(10_000);
     for (let i = 0; i < 90_000; i += 1000) expect(engine.get(`key${i}`)).toBeUndefined();
     for (let i = 0; i < 100_000; i++) engine.set(`key${i}`, b64('again'));
@@ -414,6 +414,48 @@ describe('time to live', () => {
     expect(engine.keyCount).toBe(0);
     expect(engine.usageBytes).toBe(0);
     expect(engine.expired).toBe(total);
+    engine.verifyInvariants();
+  });
+
+  it('reads and deletes between bounded sweeps of the same buckets', () => {
+    const { engine, clock } = engineWith({ maxMemoryBytes: 1 << 30 });
+    const total = 30_000;
+    for (let i = 0; i < total; i++) engine.set(`key${i}`, v, 1);
+    clock.advance(2000);
+    let swept = engine.sweepExpired(1);
+    expect(swept).toBe(SWEEP_ENTRIES_PER_MS);
+    let lazy = 0;
+    for (let i = 0; i < total; i += 7) {
+      const held = engine.keyCount;
+      const gone = i % 2 ? engine.get(`key${i}`) === undefined : engine.delete(`key${i}`) === false;
+      expect(gone).toBe(true);
+      lazy += held - engine.keyCount; // 1 if the sweep had not reached it yet
+    }
+    expect(lazy).toBeGreaterThan(0);
+    engine.verifyInvariants();
+    for (let n = engine.sweepExpired(1); n > 0; n = engine.sweepExpired(1)) swept += n;
+    expect(swept + lazy).toBe(total);
+    expect(engine.expired).toBe(total);
+    expect(engine.usageBytes).toBe(0);
+    engine.verifyInvariants();
+  });
+
+  it('keeps the bucket heap in step when TTL keys come and go', () => {
+    const { engine, clock } = engineWith({ maxMemoryBytes: 1 << 30 });
+    // Every key in a bucket of its own. Deleted keys leave ids of empty buckets in the
+    // heap, which is rebuilt from the live buckets once they pile up.
+    for (let i = 1; i <= 100; i++) engine.set(`stay${i}`, v, i);
+    for (let round = 0; round < 5; round++) {
+      for (let i = 101; i <= 600; i++) engine.set(`r${round}k${i}`, v, i);
+      for (let i = 101; i <= 600; i++) engine.delete(`r${round}k${i}`);
+      engine.verifyInvariants();
+    }
+    expect(engine.keysWithTtl).toBe(100);
+    clock.advance(101_000);
+    let swept = 0;
+    for (let n = engine.sweepExpired(); n > 0; n = engine.sweepExpired()) swept += n;
+    expect(swept).toBe(100);
+    expect(engine.keyCount).toBe(0);
     engine.verifyInvariants();
   });
 

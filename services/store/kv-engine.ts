@@ -15,7 +15,7 @@ import { ExpiryIndex, TtlEntry } from './expiry-index.ts';
 // growing until the next rehash). Linked slots make an access touch no Map entry at all.
 // For the same reason a removed key stays in the Map as a tombstone for a while (its slot
 // is reused if the key comes back, so SET/DELETE of one key in a loop grows no chain);
-// the oldest tombstones are dropped once they pass an eighth of the live keys.
+// the oldest tombstones are dropped once they pass a sixteenth of the live keys.
 //
 // Decided: GET and SET (including overwrites) count as access for LRU; EXPIRE and TTL do
 // not (they read or change metadata, as Redis's TTL does), nor do DELETE and the sweep.
@@ -43,8 +43,10 @@ export const DEFAULT_SWEEP_MS = 2;
 export const SWEEP_ENTRIES_PER_MS = 10_000;
 /** Largest TTL accepted, in seconds (SPEC: 1 to 10^9; the server validates the syntax). */
 export const MAX_TTL_SECONDS = 1e9;
-/** Tombstones kept before the oldest are dropped: this many, or an eighth of the live keys. */
+/** Tombstones kept before the oldest are dropped: this many, or a sixteenth of the live keys. */
 export const MIN_TOMBSTONES = 1024;
+
+const tombstoneLimit = (live: number): number => Math.max(MIN_TOMBSTONES, live >> 4);
 
 const DEFAULT_VALUE_STORAGE = 'latin1';
 
@@ -334,7 +336,7 @@ export class KvEngine {
     if (live !== this.#live || dead !== this.#dead) fail(`counts ${this.#live}/${this.#dead}, lists ${live}/${dead}`);
     if (live + dead !== this.#index.size) fail(`index holds ${this.#index.size}, lists ${live + dead}`);
     if (live + dead + free + 2 !== this.#keys.length) fail('slots leak');
-    if (dead > Math.max(MIN_TOMBSTONES, live >> 3)) fail(`${dead} tombstones kept`);
+    if (dead > tombstoneLimit(live)) fail(`${dead} tombstones kept`);
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
     this.#expiry.verify(withTtl);
@@ -357,7 +359,7 @@ export class KvEngine {
     this.#dead++;
     if (expired) this.#expired++;
     // Drop the oldest tombstones; each removal adds one, so this is O(1) amortized.
-    const keep = Math.max(MIN_TOMBSTONES, this.#live >> 3);
+    const keep = tombstoneLimit(this.#live);
     while (this.#dead > keep) {
       const oldest = this.#links[2 * DEAD + 1]!;
       this.#unlink(oldest);

@@ -1,0 +1,195 @@
+// Memory per key of the store engine: loads N keys (default 1,000,000) with values of
+// --value-bytes (default 100) the way the TCP server hands them over (a key decoded from a
+// socket-like buffer, the value as a fresh base64 string), forces garbage collection and
+// prints resident memory and heap per key.
+//
+//   node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B]
+//        [--storage latin1|base64] [--variant engine|map-of-buffers] [--churn] [--json]
+//
+// (Without --expose-gc it re-runs itself with it.) Memory is read after a memory-reducing
+// collection, which is what V8's memory reducer does to an idle server; the RSS after an
+// ordinary collection (young generation still at the size the bulk load grew it to) is
+// printed too. Three RSS figures per key:
+//   - whole process: this process's RSS / keys. It includes Node's TypeScript loader
+//     (~30-40 MB here), which a compiled (dist/) server does not load;
+//   - added: (RSS after loading - RSS before) / keys, what the keys themselves cost;
+//   - compiled-JS process: (added + RSS of a bare `node` measured in a child) / keys, the
+//     figure to compare with Redis's whole-process bytes per key.
+// --variant map-of-buffers is the naive baseline (a Map of Buffers); --churn then writes N
+// more keys into the full engine (each evicting one) with a GET per write, and measures again.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { KvEngine } from '../services/store/kv-engine.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    keys: { type: 'string', default: '1000000' },
+    'value-bytes': { type: 'string', default: '100' },
+    storage: { type: 'string' },
+    variant: { type: 'string', default: 'engine' },
+    churn: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+
+if (args.help) {
+  console.log('Usage: node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B] [--storage latin1|base64] [--variant engine|map-of-buffers] [--churn] [--json]');
+  process.exit(0);
+}
+
+if (typeof globalThis.gc !== 'function') {
+  const script = fileURLToPath(import.meta.url);
+  const run = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, script, ...process.argv.slice(2)], { stdio: 'inherit' });
+  process.exit(run.status ?? 1);
+}
+const gc = globalThis.gc;
+
+function positiveInt(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    console.error(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+    process.exit(2);
+  }
+  return n;
+}
+const keys = positiveInt('keys', args.keys);
+const valueBytes = positiveInt('value-bytes', args['value-bytes']);
+const variant = args.variant;
+const storage = args.storage;
+if (variant !== 'engine' && variant !== 'map-of-buffers') {
+  console.error(`--variant must be engine or map-of-buffers, got ${JSON.stringify(variant)}`);
+  process.exit(2);
+}
+if (storage !== undefined && storage !== 'latin1' && storage !== 'base64') {
+  console.error(`--storage must be latin1 or base64, got ${JSON.stringify(storage)}`);
+  process.exit(2);
+}
+if (args.churn && variant !== 'engine') {
+  console.error('--churn needs --variant engine');
+  process.exit(2);
+}
+
+interface Measure {
+  rssBytes: number;
+  rssPlainGcBytes: number;
+  heapUsedBytes: number;
+  externalBytes: number;
+}
+
+function measure(): Measure {
+  gc!();
+  const plain = process.memoryUsage().rss;
+  gc!({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  const m = process.memoryUsage();
+  return { rssBytes: m.rss, rssPlainGcBytes: plain, heapUsedBytes: m.heapUsed, externalBytes: m.external };
+}
+
+// The server decodes keys from a socket buffer and hands values over as fresh base64
+// strings cut from one; do the same so no string is shared or a rope.
+const chunk = randomBytes(256 * 1024);
+const keyBuf = Buffer.alloc(32);
+const keyAt = (i: number): string => {
+  const n = keyBuf.write(`key:${String(i).padStart(12, '0')}`, 'latin1');
+  return keyBuf.toString('utf8', 0, n);
+};
+const valueAt = (i: number): string => {
+  const off = (i * 4099) % (chunk.length - valueBytes);
+  return chunk.toString('base64', off, off + valueBytes);
+};
+
+// RSS of a bare Node process (no TypeScript loader), after the same collection.
+const bare = spawnSync(
+  process.execPath,
+  ['--expose-gc', '-e', "gc({ type: 'major', execution: 'sync', flavor: 'last-resort' }); console.log(process.memoryUsage().rss)"],
+  { encoding: 'utf8' },
+);
+const bareRssBytes = Number(bare.stdout.trim());
+if (!(bareRssBytes > 0)) throw new Error(`could not measure a bare node process: ${bare.stderr}`);
+
+const baseline = measure();
+const entryBytes = 16 + valueBytes; // every key above is 16 bytes
+const engine =
+  variant === 'engine'
+    ? new KvEngine({
+        maxMemoryBytes: args.churn ? keys * entryBytes : Number.MAX_SAFE_INTEGER,
+        evictionPolicy: 'lru',
+        ...(storage === undefined ? {} : { valueStorage: storage }),
+      })
+    : undefined;
+const naive = variant === 'map-of-buffers' ? new Map<string, Buffer>() : undefined;
+
+let started = performance.now();
+for (let i = 0; i < keys; i++) {
+  if (engine !== undefined) engine.set(keyAt(i), valueAt(i));
+  else naive!.set(keyAt(i), Buffer.from(valueAt(i), 'base64'));
+}
+const loadSeconds = (performance.now() - started) / 1000;
+const loaded = measure();
+const held = engine?.keyCount ?? naive!.size;
+if (held !== keys) throw new Error(`expected ${keys} keys, holding ${held}`);
+
+let churn: { seconds: number; evictions: number; memory: Measure } | undefined;
+if (engine !== undefined && args.churn) {
+  started = performance.now();
+  for (let i = 0; i < keys; i++) {
+    engine.set(keyAt(keys + i), valueAt(i));
+    engine.get(keyAt(keys + Math.floor(Math.random() * (i + 1))));
+  }
+  churn = { seconds: (performance.now() - started) / 1000, evictions: engine.evictions, memory: measure() };
+}
+
+const label = variant === 'engine' ? `engine, ${storage ?? 'default (latin1)'} values` : 'naive Map of Buffers';
+const perKey = (bytes: number): number => Math.round((bytes / keys) * 10) / 10;
+const result = {
+  variant,
+  storage: variant === 'engine' ? (storage ?? 'default') : null,
+  keys,
+  valueBytes,
+  keyBytes: 16,
+  node: process.version,
+  rssPerKeyCompiled: perKey(loaded.rssBytes - baseline.rssBytes + bareRssBytes),
+  addedRssPerKey: perKey(loaded.rssBytes - baseline.rssBytes),
+  addedRssPerKeyPlainGc: perKey(loaded.rssPlainGcBytes - baseline.rssBytes),
+  addedHeapPerKey: perKey(loaded.heapUsedBytes + loaded.externalBytes - baseline.heapUsedBytes - baseline.externalBytes),
+  rssPerKeyWholeProcess: perKey(loaded.rssBytes),
+  usagePerKey: engine === undefined ? null : perKey(engine.usageBytes),
+  rssBytes: loaded.rssBytes,
+  baselineRssBytes: baseline.rssBytes,
+  bareNodeRssBytes: bareRssBytes,
+  loadSeconds: Math.round(loadSeconds * 100) / 100,
+  churn:
+    churn === undefined
+      ? null
+      : {
+          operations: 2 * keys,
+          opsPerSecond: Math.round((2 * keys) / churn.seconds),
+          evictions: churn.evictions,
+          rssPerKeyCompiled: perKey(churn.memory.rssBytes - baseline.rssBytes + bareRssBytes),
+          addedRssPerKey: perKey(churn.memory.rssBytes - baseline.rssBytes),
+          addedHeapPerKey: perKey(churn.memory.heapUsedBytes + churn.memory.externalBytes - baseline.heapUsedBytes - baseline.externalBytes),
+        },
+};
+
+if (args.json) {
+  console.log(JSON.stringify(result));
+} else {
+  const mb = (bytes: number): string => (bytes / 1e6).toFixed(1);
+  console.log(
+    `${label}, ${keys} keys x ${valueBytes} B: RSS ${result.rssPerKeyCompiled} B/key as a compiled-JS process ` +
+      `(${result.addedRssPerKey} B/key added + bare node ${mb(bareRssBytes)} MB); ` +
+      `whole process ${result.rssPerKeyWholeProcess} B/key (${mb(loaded.rssBytes)} MB, ${mb(baseline.rssBytes)} MB before loading); ` +
+      `added before the memory-reducing GC ${result.addedRssPerKeyPlainGc} B/key; heap+external added ${result.addedHeapPerKey} B/key` +
+      (result.usagePerKey === null ? '' : `; USAGE ${result.usagePerKey} B/key`) +
+      `; load ${result.loadSeconds} s`,
+  );
+  if (result.churn !== null) {
+    console.log(
+      `after churn (${keys} evicting SETs + ${keys} GETs, ${result.churn.opsPerSecond} ops/s, ${result.churn.evictions} evictions): ` +
+        `RSS ${result.churn.rssPerKeyCompiled} B/key as a compiled-JS process (${result.churn.addedRssPerKey} added), ` +
+        `heap+external added ${result.churn.addedHeapPerKey} B/key`,
+    );
+  }
+}
