@@ -72,29 +72,29 @@ export class ExpiryIndex {
   }
 
   /**
-   * Removes and returns one entry from the earliest bucket that has fully elapsed at
-   * `now` (so the entry is expired), or undefined when no such bucket holds an entry.
-   * O(1) amortized: each bucket id is pushed and popped once.
+   * One step of the expiry cycle at `now`: removes and returns an entry from the earliest
+   * bucket that has fully elapsed (so the entry is expired); null when the step only
+   * dropped the id of a bucket that had emptied early (call again); undefined when nothing
+   * is due. O(log buckets) per step; each bucket id is pushed and popped once.
    */
-  takeDue(now: number): TtlEntry | undefined {
-    const dueBefore = bucketId(now); // bucket b has elapsed when (b + 1) * BUCKET_MS <= now
+  takeDue(now: number): TtlEntry | null | undefined {
     const heap = this.#heap;
-    while (heap.length > 0 && heap[0]! < dueBefore) {
-      const id = heap[0]!;
-      const bucket = this.#buckets.get(id);
-      if (bucket !== undefined && bucket.length > 0) {
-        const entry = bucket.pop()!;
-        entry.bucket = null;
-        this.#size--;
-        if (bucket.length === 0) {
-          this.#buckets.delete(id);
-          this.#heapPop();
-        }
-        return entry;
-      }
+    // Bucket b has fully elapsed when (b + 1) * BUCKET_MS <= now.
+    if (heap.length === 0 || heap[0]! >= bucketId(now)) return undefined;
+    const id = heap[0]!;
+    const bucket = this.#buckets.get(id);
+    if (bucket === undefined) {
+      this.#heapPop();
+      return null;
+    }
+    const entry = bucket.pop()!;
+    entry.bucket = null;
+    this.#size--;
+    if (bucket.length === 0) {
+      this.#buckets.delete(id);
       this.#heapPop();
     }
-    return undefined;
+    return entry;
   }
 
   /** Checks the index structure against the engine's view; throws on the first violation. */
