@@ -182,8 +182,10 @@ export class KvEngine {
       throw new TypeError('value must be padded standard base64 (length a multiple of 4)');
     }
     if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
+    // Decode first: a malformed value throws here, before anything has changed.
+    const value = this.#latin1 ? atob(valueBase64) : valueBase64;
     const kBytes = keyBytes(key);
-    const size = kBytes + base64Bytes(valueBase64);
+    const size = kBytes + (this.#latin1 ? value.length : base64Bytes(value));
     const max = this.maxMemoryBytes;
     if (size > max) return 'out_of_memory';
     let slot = this.#index.get(key);
@@ -191,8 +193,6 @@ export class KvEngine {
     const oldSize = old === null ? 0 : kBytes + this.#valueBytes(old);
     if (this.#noeviction && this.#usage - oldSize + size > max) return 'out_of_memory';
 
-    // Decode first: a malformed value throws here, before anything has changed.
-    const value = this.#latin1 ? atob(valueBase64) : valueBase64;
     let now: number | undefined;
     if (old !== null) {
       // Replace in place: out of the LRU list (so it cannot be its own victim) and the index.
