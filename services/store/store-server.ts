@@ -41,6 +41,13 @@ const LINGER_MS = 5000;
 // Marks an over-long line in the queue of lines that wait for 'drain'.
 const OVERFLOW = Buffer.alloc(0);
 
+// Buffer#utf8Slice and #base64Slice are what toString(encoding, start, end) calls after
+// looking up the encoding and checking its arguments; they run once or twice per command.
+type Sliceable = Buffer & { utf8Slice(start: number, end: number): string; base64Slice(start: number, end: number): string };
+const keyOf = (buf: Buffer, start: number, end: number): string => (buf as Sliceable).utf8Slice(start, end);
+/** A fresh string, so a stored value never pins a socket buffer. */
+const base64Of = (buf: Buffer, start: number, end: number): string => (buf as Sliceable).base64Slice(start, end);
+
 const OK_REPLY = 'OK\n';
 const NOT_FOUND_REPLY = 'NOT_FOUND\n';
 const OUT_OF_MEMORY_REPLY = 'ERROR out of memory\n';
@@ -86,8 +93,10 @@ class ClientConnection {
   }
 
   #onData(chunk: Buffer): void {
-    this.#server.metrics.receivedBytes += chunk.length;
+    const server = this.#server;
+    server.metrics.receivedBytes += chunk.length;
     if (this.#ending) return; // after QUIT or an over-long line the rest is read and dropped
+    server.lastTick = performance.now();
     this.#framer.push(chunk);
     this.#flush();
     this.#afterWrite();
@@ -125,7 +134,6 @@ class ClientConnection {
   #run(buf: Buffer, start: number, end: number): void {
     const server = this.#server;
     const { engine, metrics } = server;
-    const started = performance.now();
     const p = server.parsed;
     const code = parseCommand(buf, start, end, server.options.maxValueBytes, p);
     const command = p.command;
@@ -137,7 +145,7 @@ class ClientConnection {
     } else {
       switch (command) {
         case GET: {
-          const value = engine.get(buf.toString('utf8', p.keyStart, p.keyEnd));
+          const value = engine.get(keyOf(buf, p.keyStart, p.keyEnd));
           if (value === undefined) {
             this.#out += NOT_FOUND_REPLY;
             result = RESULT_NOT_FOUND;
@@ -148,9 +156,8 @@ class ClientConnection {
         }
         case SET:
         case SETEX: {
-          // base64 straight from the chunk: a fresh string, so a stored value never pins a socket buffer.
-          const value = buf.toString('base64', p.valueStart, p.valueEnd);
-          const key = buf.toString('utf8', p.keyStart, p.keyEnd);
+          const value = base64Of(buf, p.valueStart, p.valueEnd);
+          const key = keyOf(buf, p.keyStart, p.keyEnd);
           if ((command === SET ? engine.set(key, value) : engine.set(key, value, p.seconds)) === 'ok') {
             this.#out += OK_REPLY;
           } else {
@@ -160,7 +167,7 @@ class ClientConnection {
           break;
         }
         case DELETE:
-          engine.delete(buf.toString('utf8', p.keyStart, p.keyEnd));
+          engine.delete(keyOf(buf, p.keyStart, p.keyEnd));
           this.#out += OK_REPLY;
           break;
         case USAGE:
@@ -170,7 +177,7 @@ class ClientConnection {
           this.#out += 'PONG\n';
           break;
         case EXPIRE:
-          if (engine.expire(buf.toString('utf8', p.keyStart, p.keyEnd), p.seconds)) {
+          if (engine.expire(keyOf(buf, p.keyStart, p.keyEnd), p.seconds)) {
             this.#out += OK_REPLY;
           } else {
             this.#out += NOT_FOUND_REPLY;
@@ -178,7 +185,7 @@ class ClientConnection {
           }
           break;
         case TTL: {
-          const ttl = engine.ttl(buf.toString('utf8', p.keyStart, p.keyEnd));
+          const ttl = engine.ttl(keyOf(buf, p.keyStart, p.keyEnd));
           if (ttl === null) {
             this.#out += NOT_FOUND_REPLY;
             result = RESULT_NOT_FOUND;
@@ -196,7 +203,11 @@ class ClientConnection {
           break;
       }
     }
-    metrics.record(command, result, (performance.now() - started) / 1000);
+    // One clock read per command: a command's time runs from the previous one's end
+    // (or the chunk's arrival) to its own end.
+    const now = performance.now();
+    metrics.record(command, result, (now - server.lastTick) / 1000);
+    server.lastTick = now;
   }
 
   /** Stops running commands; the socket ends once the replies so far are written. */
@@ -231,6 +242,7 @@ class ClientConnection {
   #onDrain(): void {
     const deferred = this.#deferred;
     if (deferred !== null) {
+      this.#server.lastTick = performance.now();
       while (this.#deferredAt < deferred.length) {
         const line = deferred[this.#deferredAt++]!;
         if (line === OVERFLOW) this.#lineTooLong();
@@ -285,6 +297,8 @@ export class StoreServer {
   readonly server: Server;
   /** One parse result reused by every line (lines run one at a time). */
   readonly parsed = new ParsedCommand();
+  /** When the last command ended (or the current chunk arrived), for command durations. */
+  lastTick = 0;
   readonly #connections = new Set<ClientConnection>();
   /** Every socket, refused ones included, so destroy() leaves none behind. */
   readonly #sockets = new Set<Socket>();

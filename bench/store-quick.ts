@@ -1,0 +1,160 @@
+// Quick, socket-free measure of the store's per-command cost: feeds pre-built chunks of
+// pipelined commands to a StoreServer connection through a stand-in socket and times the
+// processing only (framing, parsing, engine, metrics, reply building). Useful for A/B
+// checks of the hot path on a busy machine, where end-to-end numbers (`kv bench`) swing.
+//
+//   node bench/store-quick.ts [--depth 16] [--keys 100000] [--value-size 100] [--rounds 7] [--only <variant>]
+//
+// Prints ops/s per variant (best of the rounds): the server as shipped, with metrics
+// recording switched off, with prom-client's labelled inc()/observe() instead of the
+// array counters (what the arrays save), and with a bare Map in place of the engine (the
+// server's own share of the cost).
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { parseArgs } from 'node:util';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { COMMAND_NAMES } from '../services/protocol/command-parser.ts';
+import { lineBound } from '../services/shared/config.ts';
+import { createLogger } from '../services/shared/logger.ts';
+import { KvEngine } from '../services/store/kv-engine.ts';
+import { createStoreMetrics, DURATION_BUCKETS } from '../services/store/store-metrics.ts';
+import { StoreServer } from '../services/store/store-server.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    depth: { type: 'string', default: '16' },
+    keys: { type: 'string', default: '100000' },
+    'value-size': { type: 'string', default: '100' },
+    rounds: { type: 'string', default: '7' },
+    commands: { type: 'string', default: '400000' },
+    only: { type: 'string' },
+  },
+});
+const depth = Number(opts.depth);
+const keys = Number(opts.keys);
+const valueSize = Number(opts['value-size']);
+const rounds = Number(opts.rounds);
+const perRound = Number(opts.commands);
+
+/** Just enough of a net.Socket for StoreServer: it records what is written. */
+class StandInSocket extends EventEmitter {
+  bytesWritten = 0;
+  bytesRead = 0;
+  writableLength = 0;
+  writableNeedDrain = false;
+  remoteAddress = '127.0.0.1';
+  remotePort = 1;
+  timeout = 0;
+  write(data: string): boolean {
+    this.bytesWritten += data.length;
+    return true;
+  }
+  setTimeout(): this {
+    return this;
+  }
+  pause(): this {
+    return this;
+  }
+  resume(): this {
+    return this;
+  }
+  end(): this {
+    return this;
+  }
+  destroy(): this {
+    return this;
+  }
+}
+
+const value = 'v'.repeat(valueSize);
+const keyOf = (i: number) => `key:${String(i).padStart(12, '0')}`;
+
+/** Chunks of `depth` commands, 9 GETs to 1 SET, keys drawn from a fixed pseudo-random sequence. */
+function buildChunks(count: number): Buffer[] {
+  let seed = 42;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % keys);
+  const chunks: Buffer[] = [];
+  for (let c = 0; c < count; c++) {
+    let s = '';
+    for (let i = 0; i < depth; i++) s += (c * depth + i) % 10 === 9 ? `SET ${keyOf(rand())} ${value}\n` : `GET ${keyOf(rand())}\n`;
+    chunks.push(Buffer.from(s));
+  }
+  return chunks;
+}
+
+type Variant = 'shipped' | 'no metrics' | 'prom-client labelled' | 'bare Map engine';
+
+/** The engine's interface over a plain Map: no LRU order, no TTL, no accounting. */
+class BareMapEngine {
+  readonly map = new Map<string, string>();
+  usageBytes = 0;
+  keyCount = 0;
+  maxMemoryBytes = 1e12;
+  evictions = 0;
+  expired = 0;
+  hits = 0;
+  misses = 0;
+  get(key: string): string | undefined {
+    return this.map.get(key);
+  }
+  set(key: string, v: string): 'ok' {
+    this.map.set(key, v);
+    return 'ok';
+  }
+  delete(key: string): boolean {
+    return this.map.delete(key);
+  }
+  expire(): boolean {
+    return false;
+  }
+  ttl(): null {
+    return null;
+  }
+  sweepExpired(): number {
+    return 0;
+  }
+}
+
+function run(variant: Variant, chunks: Buffer[]): number {
+  const registry = new Registry();
+  const engine = variant === 'bare Map engine' ? (new BareMapEngine() as unknown as KvEngine) : new KvEngine({ maxMemoryBytes: 1e12, evictionPolicy: 'lru' });
+  for (let i = 0; i < keys; i++) engine.set(keyOf(i), Buffer.from(value).toString('base64'));
+  const metrics = createStoreMetrics({ registry, engine, connections: () => 1, maxConnections: 10 });
+  if (variant === 'no metrics') metrics.record = () => {};
+  if (variant === 'prom-client labelled') {
+    const counter = new Counter({ name: 'c', help: 'c', labelNames: ['command', 'result'], registers: [registry] });
+    const histogram = new Histogram({ name: 'h', help: 'h', labelNames: ['command'], buckets: [...DURATION_BUCKETS], registers: [registry] });
+    const results = ['ok', 'not_found', 'error'];
+    metrics.record = (command, result, seconds) => {
+      counter.inc({ command: COMMAND_NAMES[command]!, result: results[result]! });
+      histogram.observe({ command: COMMAND_NAMES[command]! }, seconds);
+    };
+  }
+  const server = new StoreServer({
+    engine,
+    metrics,
+    logger: createLogger({ name: 'bench', level: 'silent' }),
+    maxValueBytes: 1 << 20,
+    maxLineBytes: lineBound(1 << 20),
+    maxConnections: 10,
+    idleTimeoutMs: 0,
+    evictionPolicy: 'lru',
+  });
+  const socket = new StandInSocket();
+  server.server.emit('connection', socket as unknown as Socket);
+  const started = performance.now();
+  for (const chunk of chunks) socket.emit('data', chunk);
+  const seconds = (performance.now() - started) / 1000;
+  return (chunks.length * depth) / seconds;
+}
+
+const chunks = buildChunks(Math.ceil(perRound / depth));
+const allVariants: Variant[] = ['shipped', 'no metrics', 'prom-client labelled', 'bare Map engine'];
+const variants = opts.only === undefined ? allVariants : allVariants.filter((v) => v === opts.only);
+if (variants.length === 0) throw new Error(`--only: one of ${allVariants.join(', ')}`);
+const best = new Map<Variant, number>(variants.map((v) => [v, 0]));
+for (let r = 0; r < rounds; r++) {
+  for (const v of variants) best.set(v, Math.max(best.get(v)!, run(v, chunks)));
+}
+console.log(`depth ${depth}, ${keys} keys, ${valueSize}-byte values, 9:1 GET:SET, best of ${rounds} rounds of ${chunks.length * depth} commands`);
+for (const v of variants) console.log(`${v.padEnd(22)} ${Math.round(best.get(v)!).toLocaleString('en-US').padStart(10)} commands/s  (${(1e9 / best.get(v)!).toFixed(0)} ns each)`);
