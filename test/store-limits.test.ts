@@ -152,6 +152,22 @@ describe('backpressure', () => {
     expect(flow().writableLength).toBeLessThan(256 * 1024);
   });
 
+  it('a client that half-closes while the server is paused still gets every reply', async () => {
+    const store = await startTestStore();
+    const setup = await store.client();
+    const value = 'h'.repeat(10_000);
+    expect(await setup.request(`SET big ${value}`)).toBe('OK');
+    const c = await LineClient.connect(store.port);
+    c.socket.pause();
+    c.socket.end('GET big\n'.repeat(2000));
+    await vi.waitFor(() => expect(store.service.server.connectionFlows().some((f) => f.paused && f.writableLength > 0)).toBe(true), { timeout: 10_000, interval: 5 });
+    c.socket.resume();
+    await c.closed;
+    expect(c.error).toBeUndefined();
+    expect(c.received).toHaveLength(2000);
+    expect(new Set(c.received)).toEqual(new Set([`VALUE ${b64(value)}`]));
+  });
+
   it('resumes when the client reads, and every reply arrives in order', async () => {
     const store = await startTestStore();
     const setup = await store.client();

@@ -238,6 +238,15 @@ describe('store protocol: pipelining and concurrency', () => {
 });
 
 describe('store protocol: connections', () => {
+  it('a client that half-closes after sending (nc -N) gets every reply, then the server ends', async () => {
+    const store = await startTestStore();
+    const c = await store.client();
+    c.socket.end('SET k v\nGET k\nPING\nGET k'); // the last line has no LF: it is not a command
+    await c.closed;
+    expect(c.received).toEqual(['OK', `VALUE ${b64('v')}`, 'PONG']);
+    await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { interval: 5 });
+  });
+
   it('a client can reconnect and see earlier writes', async () => {
     const store = await startTestStore();
     const a = await store.client();

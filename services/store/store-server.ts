@@ -85,6 +85,8 @@ class ClientConnection {
     });
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.#onDrain());
+    // The client is done sending (half-close): answer everything it sent, then end.
+    socket.on('end', () => this.shutdown());
   }
 
   get flow(): ConnectionFlow {
@@ -276,7 +278,10 @@ class ClientConnection {
     setTimeout(() => this.socket.destroy(), LINGER_MS).unref();
   }
 
-  /** Graceful stop: lines already read are answered (those waiting for 'drain' too), then the socket ends. */
+  /**
+   * Graceful stop (server shutdown, or the client's FIN): lines already read are answered,
+   * those waiting for 'drain' too, then the socket ends.
+   */
   shutdown(): void {
     if (this.#ending) return;
     this.#ending = true;
@@ -310,7 +315,9 @@ export class StoreServer {
     this.options = options;
     this.engine = options.engine;
     this.metrics = options.metrics;
-    this.server = createServer({ noDelay: true }, (socket) => this.#accept(socket));
+    // allowHalfOpen: a client's FIN must not end our side before the replies to what it
+    // sent are written (they may be waiting for 'drain'); ClientConnection ends it.
+    this.server = createServer({ noDelay: true, allowHalfOpen: true }, (socket) => this.#accept(socket));
     this.server.on('error', (err) => options.logger.error({ err }, 'store listener error'));
   }
 
