@@ -6,9 +6,9 @@
 #   prom/alertmanager:v0.25.0 Debian's alertmanager 0.25.0 laid out like the upstream image
 # grafana/grafana has no Debian package and is not made; CI leaves that service out.
 #
-# Needs: a running engine, Node 24 (ensure-node.sh), the Debian packages from
-# apt-packages.sh. Uses the legacy builder (no buildx here); nothing built here
-# needs the network.
+# Needs: a running engine, the Debian packages from apt-packages.sh, and npm (the
+# Node 24 binary comes from ensure-node.sh). Uses the legacy builder (no buildx
+# here); nothing built here needs the network, only debootstrap does.
 
 CI_BASE_IMAGE="kvstack-ci/debian:bookworm-minbase"
 CI_NODE_IMAGE="node:24-bookworm-slim"
@@ -18,38 +18,118 @@ CI_ALERTMANAGER_IMAGE="prom/alertmanager:v0.25.0"
 ci_image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
 ci_docker_build() {
-  local tag="$1" ctx="$2"
+  local tag="$1" ctx="$2" started=$SECONDS
   DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx.build.log" || {
     cat "$ctx.build.log" >&2
     ci_die "docker build of $tag failed"
   }
   rm -rf "$ctx" "$ctx.build.log"
+  ci_log "built $tag ($(( SECONDS - started ))s)"
 }
 
-# Debian bookworm minbase from debootstrap, imported as an image. The rootfs
-# tarball is cached under $CI_WORK so a lost image is re-imported in seconds.
+# A directory debootstrap worked in: unmount whatever it left mounted (a killed run
+# leaves /proc, /sys or bind-mounted devices), then delete it without crossing into
+# another file system.
+ci_remove_rootfs() {
+  local dir="$1"
+  [[ -e $dir ]] || return 0
+  awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+    umount -l "$m" || true
+  done
+  rm -rf --one-file-system "$dir"
+}
+
+# Debian bookworm minbase from debootstrap, as a tarball cached under $CI_WORK so a
+# lost image is re-imported in seconds.
+ci_base_tarball() { echo "$CI_WORK/debian-bookworm-minbase.tar"; }
+
+ci_make_base_tarball() {
+  local tarball rootfs="$CI_WORK/rootfs.tmp" mirror
+  tarball="$(ci_base_tarball)"
+  mirror="$(ci_debian_mirror)"
+  [[ -n $mirror ]] || ci_die "cannot find this system's Debian mirror in /etc/apt/sources.list{,.d/}"
+  echo "debootstrap --variant=minbase bookworm $mirror"
+  ci_remove_rootfs "$rootfs"
+  if ! debootstrap --variant=minbase bookworm "$rootfs" "$mirror"; then
+    ci_remove_rootfs "$rootfs"
+    return 1
+  fi
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+  ci_remove_rootfs "$rootfs"
+}
+
+# Needed only when a stand-in is missing and neither the base image nor its tarball exists.
+ci_base_tarball_needed() {
+  [[ -s $(ci_base_tarball) ]] && return 1
+  ci_image_exists "$CI_BASE_IMAGE" && return 1
+  local image
+  for image in "$CI_NODE_IMAGE" "$CI_PROMETHEUS_IMAGE" "$CI_ALERTMANAGER_IMAGE"; do
+    ci_image_exists "$image" || return 0
+  done
+  return 1
+}
+
+# debootstrap takes a minute or more; .ci/run starts it in the background (its own
+# process group, so it can be stopped whole) while npm ci runs, and
+# ci_ensure_base_image waits for it.
+CI_ROOTFS_PID=""
+CI_ROOTFS_STARTED=0
+
+ci_start_base_tarball() {
+  ci_base_tarball_needed || return 0
+  mkdir -p "$CI_WORK"
+  setsid bash "$CI_ROOT/.ci/standin-images.sh" --base-tarball </dev/null >"$CI_WORK/debootstrap.log" 2>&1 &
+  CI_ROOTFS_PID=$!
+  CI_ROOTFS_STARTED=$SECONDS
+  ci_log "debootstrap started in the background (pid $CI_ROOTFS_PID, log $CI_WORK/debootstrap.log)"
+}
+
+ci_stop_base_tarball() {
+  [[ -n $CI_ROOTFS_PID ]] || return 0
+  local pid="$CI_ROOTFS_PID"
+  CI_ROOTFS_PID=""
+  kill -0 -- "-$pid" 2>/dev/null || return 0
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  local i
+  for (( i = 0; i < 40; i++ )); do # the whole group, not only its leader
+    kill -0 -- "-$pid" 2>/dev/null || break
+    sleep 0.25
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  ci_remove_rootfs "$CI_WORK/rootfs.tmp"
+  ci_log "stopped the background debootstrap (process group $pid)"
+}
+
 ci_ensure_base_image() {
   ci_image_exists "$CI_BASE_IMAGE" && return
-  local tarball="$CI_WORK/debian-bookworm-minbase.tar"
-  if [[ ! -s $tarball ]]; then
-    local mirror rootfs="$CI_WORK/rootfs.tmp"
-    mirror="$(ci_debian_mirror)"
-    [[ -n $mirror ]] || ci_die "cannot find this system's Debian mirror in /etc/apt/sources.list{,.d/}"
-    ci_log "debootstrap --variant=minbase bookworm ($mirror)"
-    rm -rf "$rootfs"
-    debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$CI_WORK/debootstrap.log" 2>&1 || {
+  local tarball started=$SECONDS
+  tarball="$(ci_base_tarball)"
+  if [[ -n $CI_ROOTFS_PID ]]; then
+    local pid="$CI_ROOTFS_PID" rc=0
+    ci_log "waiting for the background debootstrap"
+    wait "$pid" || rc=$?
+    CI_ROOTFS_PID=""
+    if (( rc != 0 )); then
+      tail -n 30 "$CI_WORK/debootstrap.log" >&2
+      ci_die "debootstrap failed (log $CI_WORK/debootstrap.log)"
+    fi
+    ci_log "debootstrap done ($(( SECONDS - CI_ROOTFS_STARTED ))s since it started)"
+  elif [[ ! -s $tarball ]]; then
+    ci_log "debootstrap --variant=minbase bookworm"
+    ci_make_base_tarball >"$CI_WORK/debootstrap.log" 2>&1 || {
       tail -n 30 "$CI_WORK/debootstrap.log" >&2
       ci_die "debootstrap failed (log $CI_WORK/debootstrap.log)"
     }
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/lib/apt/lists/*
-    tar -C "$rootfs" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
-    rm -rf "$rootfs"
+    ci_log "debootstrap done ($(( SECONDS - started ))s)"
   fi
-  ci_log "importing $CI_BASE_IMAGE"
+  [[ -s $tarball ]] || ci_die "no base rootfs tarball at $tarball"
   docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'CMD ["bash"]' \
     "$tarball" "$CI_BASE_IMAGE" >/dev/null
+  ci_log "imported $CI_BASE_IMAGE"
 }
 
 ci_build_node_image() {
@@ -155,7 +235,6 @@ ci_ensure_standin_images() {
   local built=0
   if ! ci_image_exists "$CI_NODE_IMAGE"; then
     ci_ensure_base_image
-    ci_log "building $CI_NODE_IMAGE"
     ci_build_node_image
     ci_smoke_image "$CI_NODE_IMAGE" --user node "$CI_NODE_IMAGE" \
       sh -c 'echo "node $(node --version), npm $(npm --version), user $(id -un) $(id -u)"'
@@ -163,7 +242,6 @@ ci_ensure_standin_images() {
   fi
   if ! ci_image_exists "$CI_PROMETHEUS_IMAGE"; then
     ci_ensure_base_image
-    ci_log "building $CI_PROMETHEUS_IMAGE"
     ci_build_prometheus_image
     ci_smoke_image "$CI_PROMETHEUS_IMAGE" --entrypoint /bin/promtool "$CI_PROMETHEUS_IMAGE" \
       check config /etc/prometheus/prometheus.yml
@@ -171,7 +249,6 @@ ci_ensure_standin_images() {
   fi
   if ! ci_image_exists "$CI_ALERTMANAGER_IMAGE"; then
     ci_ensure_base_image
-    ci_log "building $CI_ALERTMANAGER_IMAGE"
     ci_build_alertmanager_image
     ci_smoke_image "$CI_ALERTMANAGER_IMAGE" --entrypoint /bin/amtool "$CI_ALERTMANAGER_IMAGE" \
       check-config /etc/alertmanager/alertmanager.yml
@@ -183,6 +260,10 @@ ci_ensure_standin_images() {
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   set -Eeuo pipefail
   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-  source "$(dirname "${BASH_SOURCE[0]}")/ensure-node.sh"
-  ci_ensure_standin_images
+  if [[ ${1:-} == --base-tarball ]]; then
+    ci_make_base_tarball # the background half of ci_start_base_tarball
+  else
+    source "$(dirname "${BASH_SOURCE[0]}")/ensure-node.sh"
+    ci_ensure_standin_images
+  fi
 fi
