@@ -35,8 +35,8 @@ export interface ConnectionFlow {
 // Replies of one chunk are written together; past this many characters they are
 // written early, and if the socket is then full, the rest of the chunk waits.
 const FLUSH_AT_CHARS = 64 * 1024;
-// After QUIT, `line too long` or shutdown the socket is ended; a peer that keeps it
-// open past this is cut off.
+// After QUIT, `line too long`, the client's FIN or shutdown the socket is ended; a peer
+// that keeps its side open this long after the last reply was written is cut off.
 const LINGER_MS = 5000;
 // Marks an over-long line in the queue of lines that wait for 'drain'.
 const OVERFLOW = Buffer.alloc(0);
@@ -274,8 +274,9 @@ class ClientConnection {
       this.#paused = false;
       this.socket.resume();
     }
-    this.socket.end();
-    setTimeout(() => this.socket.destroy(), LINGER_MS).unref();
+    // Once the last reply is handed to the kernel, the peer has LINGER_MS to close its side.
+    const socket = this.socket;
+    socket.end(() => setTimeout(() => socket.destroy(), LINGER_MS).unref());
   }
 
   /**
