@@ -1,0 +1,638 @@
+// `npm run soak`: a bounded mixed load through the HTTP backend and straight to the store,
+// with a verifier that checks every read against what was written, then a report of
+// throughput, errors by kind, resident memory of both services over time, and every data
+// mismatch. Exits 1 if any read returned data that was never written (or lost data that
+// was acknowledged), or if a service died; 0 otherwise.
+//
+// The store and the backend run as child processes of this script (ports chosen by the
+// OS), killed when it exits, also on an error or Ctrl-C. Each key has exactly one writer
+// (keys are partitioned per worker), so the verifier knows the value every read must see:
+// the last acknowledged write, or, after a write whose answer was lost (an error or a
+// time-out), either that write or the one before it; the next read settles which.
+//
+//   npm run soak                      # 3 minutes
+//   npm run soak -- --duration 60     # seconds
+//   npm run soak -- --help
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomInt } from 'node:crypto';
+import { Agent, request as httpRequest } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { StoreConnection, StoreReplyError, errorKind } from '../services/client/index.ts';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+
+const HELP = `Usage: npm run soak -- [options]
+
+  --duration <s>        seconds of load (default 180)
+  --http-workers <n>    sequential HTTP clients through the backend (default 16)
+  --tcp-workers <n>     client-library connections straight to the store (default 4)
+  --tcp-depth <n>       commands each TCP worker keeps in flight, on distinct keys (default 8)
+  --keys <n>            keys owned by each worker (default 200)
+  --sample <s>          seconds between progress lines and memory samples (default 10)
+  --json                print the report as JSON instead of text
+`;
+
+export interface SoakOptions {
+  readonly durationSec: number;
+  readonly httpWorkers: number;
+  readonly tcpWorkers: number;
+  readonly tcpDepth: number;
+  readonly keysPerWorker: number;
+  readonly sampleEverySec: number;
+  /** Progress lines (stderr by default). */
+  readonly log?: (line: string) => void;
+}
+
+export const defaultSoakOptions: SoakOptions = {
+  durationSec: 180,
+  httpWorkers: 16,
+  tcpWorkers: 4,
+  tcpDepth: 8,
+  keysPerWorker: 200,
+  sampleEverySec: 10,
+};
+
+/** Largest value written (2% of writes), and the cap the store runs with: eviction must be impossible. */
+const BIG_VALUE_BYTES = 64 * 1024;
+const STORE_MAX_MEMORY_BYTES = 1024 ** 3;
+/** Long enough that no key written with a TTL expires during any soak. */
+const TTL_SECONDS = 1_000_000;
+
+export interface Mismatch {
+  readonly key: string;
+  readonly via: string;
+  readonly expected: string;
+  readonly got: string;
+}
+
+export interface MemorySample {
+  readonly atSec: number;
+  readonly storeRssBytes: number;
+  readonly backendRssBytes: number;
+  readonly storeUsageBytes: number;
+  readonly storeKeys: number;
+}
+
+export interface PathStats {
+  ops: number;
+  reads: number;
+  writes: number;
+  deletes: number;
+  /** Reads that were checked against the verifier's state. */
+  verified: number;
+  readonly latenciesMs: number[];
+}
+
+export interface SoakReport {
+  readonly options: SoakOptions;
+  readonly seconds: number;
+  readonly http: PathStats;
+  readonly tcp: PathStats;
+  /** Errors by kind, e.g. `http 503`, `http ECONNRESET`, `tcp timeout`. */
+  readonly errors: Record<string, number>;
+  readonly mismatches: Mismatch[];
+  readonly memory: MemorySample[];
+  /** Keys read back after the load, through both paths. */
+  readonly finalKeysChecked: number;
+  readonly evictions: number;
+  readonly servicesAlive: boolean;
+}
+
+// ---------------------------------------------------------------- the verifier
+
+/** What a key may hold: the last acknowledged state, plus states of writes whose answer was lost. */
+interface KeyState {
+  value: Buffer | null;
+  possible: (Buffer | null)[];
+}
+
+export class Verifier {
+  readonly keys = new Map<string, KeyState>();
+  readonly mismatches: Mismatch[] = [];
+
+  state(key: string): KeyState {
+    let s = this.keys.get(key);
+    if (s === undefined) {
+      s = { value: null, possible: [] };
+      this.keys.set(key, s);
+    }
+    return s;
+  }
+
+  acknowledged(key: string, value: Buffer | null): void {
+    const s = this.state(key);
+    s.value = value;
+    s.possible = [];
+  }
+
+  /** A write or delete whose outcome is unknown (error or time-out): it may or may not have happened. */
+  uncertain(key: string, value: Buffer | null): void {
+    this.state(key).possible.push(value);
+  }
+
+  /** Checks a read; returns false (and records the mismatch) when no write can explain it. */
+  read(key: string, got: Buffer | null, via: string): boolean {
+    const s = this.state(key);
+    const candidates = [s.value, ...s.possible];
+    const match = candidates.find((c) => (c === null ? got === null : got !== null && c.equals(got)));
+    if (match === undefined) {
+      this.mismatches.push({ key, via, expected: candidates.map(describe).join(' or '), got: describe(got) });
+      return false;
+    }
+    s.value = match;
+    s.possible = [];
+    return true;
+  }
+}
+
+function describe(v: Buffer | null): string {
+  if (v === null) return 'absent';
+  const head = v.subarray(0, 24).toString('hex');
+  return `${v.length} bytes ${head}${v.length > 24 ? '…' : ''}`;
+}
+
+/** A value of any bytes but the ones the path cannot carry (HTTP: CR and LF; the line protocol: LF, and CR at the end). */
+function randomValue(forHttp: boolean): Buffer {
+  const r = Math.random();
+  const size = r < 0.8 ? randomInt(0, 257) : r < 0.98 ? randomInt(1024, 8193) : BIG_VALUE_BYTES;
+  const v = randomBytes(size);
+  for (let i = 0; i < v.length; i++) {
+    if (v[i] === 0x0a || (forHttp && v[i] === 0x0d)) v[i] = 0x20;
+  }
+  if (v.length > 0 && v[v.length - 1] === 0x0d) v[v.length - 1] = 0x2e;
+  return v;
+}
+
+// ---------------------------------------------------------------- child processes
+
+interface Service {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly metricsPort: number;
+  alive(): boolean;
+  stop(): Promise<void>;
+  kill(): void;
+}
+
+/** Starts `node <script>` and resolves with the ports from its JSON ready line. */
+function startService(script: string, env: Record<string, string>, readyMsg: string): Promise<Service> {
+  const child = spawn(process.execPath, [script], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // its own process group: a kill takes anything it started too
+  });
+  let exited = false;
+  const exit = new Promise<void>((r) =>
+    child.once('exit', () => {
+      exited = true;
+      r();
+    }),
+  );
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const kill = (): void => {
+    if (exited) return;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  return new Promise((resolve, reject) => {
+    let partial = '';
+    let ready = false;
+    child.on('error', reject);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (ready) return; // access logs: drained and dropped
+      partial += chunk.toString();
+      let lf: number;
+      while (!ready && (lf = partial.indexOf('\n')) !== -1) {
+        const line = partial.slice(0, lf);
+        partial = partial.slice(lf + 1);
+        let entry: { msg?: string; port?: number; metricsPort?: number };
+        try {
+          entry = JSON.parse(line) as typeof entry;
+        } catch {
+          continue;
+        }
+        if (entry.msg !== readyMsg) continue;
+        ready = true;
+        resolve({
+          child,
+          port: entry.port!,
+          metricsPort: entry.metricsPort!,
+          alive: () => !exited,
+          kill,
+          async stop() {
+            if (exited) return;
+            child.kill('SIGTERM');
+            const timer = setTimeout(kill, 5000);
+            await exit;
+            clearTimeout(timer);
+          },
+        });
+      }
+    });
+    void exit.then(() => {
+      if (!ready) reject(new Error(`${script} exited before it was ready:\n${stderr}`));
+    });
+  });
+}
+
+// ---------------------------------------------------------------- load
+
+interface Outcome {
+  status?: number;
+  body?: Buffer;
+  error?: string;
+}
+
+function httpCall(agent: Agent, port: number, method: string, path: string, body?: Buffer): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const headers: Record<string, string> = body === undefined ? {} : { 'Content-Length': String(body.length), 'Content-Type': 'application/octet-stream' };
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks) }));
+      res.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
+    req.end(body);
+  });
+}
+
+function newStats(): PathStats {
+  return { ops: 0, reads: 0, writes: 0, deletes: 0, verified: 0, latenciesMs: [] };
+}
+
+/** Keeps at most this many latency samples per path (a uniform reservoir), so memory stays flat. */
+const LATENCY_SAMPLES = 100_000;
+
+function recordLatency(stats: PathStats, ms: number): void {
+  stats.ops++;
+  const l = stats.latenciesMs;
+  if (l.length < LATENCY_SAMPLES) l.push(ms);
+  else {
+    const i = randomInt(0, stats.ops);
+    if (i < LATENCY_SAMPLES) l[i] = ms;
+  }
+}
+
+async function scrape(port: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    for (const line of text.split('\n')) {
+      if (line.startsWith('#') || line === '') continue;
+      const sp = line.lastIndexOf(' ');
+      out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
+    }
+  } catch {
+    // a dead service: reported through servicesAlive
+  }
+  return out;
+}
+
+/** Runs the soak and returns the report; the children are stopped whatever happens. */
+export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakReport> {
+  const o: SoakOptions = { ...defaultSoakOptions, ...options };
+  const log = o.log ?? ((line: string) => process.stderr.write(`soak: ${line}\n`));
+  const totalKeys = (o.httpWorkers + o.tcpWorkers) * o.keysPerWorker;
+  if (totalKeys * (BIG_VALUE_BYTES + 64) >= STORE_MAX_MEMORY_BYTES) {
+    throw new Error(`${totalKeys} keys of up to ${BIG_VALUE_BYTES} bytes could fill the store: eviction would make reads unverifiable`);
+  }
+
+  const services: Service[] = [];
+  const cleanup = (): void => services.forEach((s) => s.kill());
+  process.once('exit', cleanup);
+  const agent = new Agent({ keepAlive: true, maxSockets: o.httpWorkers });
+  const connections: StoreConnection[] = [];
+  try {
+    const store = await startService('services/store/main.ts', { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(STORE_MAX_MEMORY_BYTES), LOG_LEVEL: 'info' }, 'kvstore ready');
+    services.push(store);
+    const backend = await startService(
+      'services/backend/main.ts',
+      { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${store.port}`, LOG_LEVEL: 'info' },
+      'kvbackend ready',
+    );
+    services.push(backend);
+    log(`store on 127.0.0.1:${store.port} (pid ${store.child.pid}), backend on 127.0.0.1:${backend.port} (pid ${backend.child.pid})`);
+    log(`${o.durationSec} s: ${o.httpWorkers} HTTP workers, ${o.tcpWorkers} TCP workers × ${o.tcpDepth} in flight, ${o.keysPerWorker} keys each`);
+
+    const verifier = new Verifier();
+    const http = newStats();
+    const tcp = newStats();
+    const errors: Record<string, number> = {};
+    const error = (kind: string): void => void (errors[kind] = (errors[kind] ?? 0) + 1);
+    const memory: MemorySample[] = [];
+    const started = performance.now();
+    const deadline = started + o.durationSec * 1000;
+    const running = () => performance.now() < deadline && store.alive() && backend.alive();
+
+    const sample = async (): Promise<void> => {
+      const [s, b] = await Promise.all([scrape(store.metricsPort), scrape(backend.metricsPort)]);
+      memory.push({
+        atSec: Math.round((performance.now() - started) / 1000),
+        storeRssBytes: s.get('process_resident_memory_bytes') ?? 0,
+        backendRssBytes: b.get('process_resident_memory_bytes') ?? 0,
+        storeUsageBytes: s.get('kvstore_usage_bytes') ?? 0,
+        storeKeys: s.get('kvstore_keys') ?? 0,
+      });
+    };
+    await sample();
+
+    // -- HTTP workers: GET (checked), PUT (sometimes with ?ttl), DELETE, PUT then GET.
+    const httpKey = (w: number, i: number) => `soak:h${w}:${i}`;
+    const httpWorker = async (w: number): Promise<void> => {
+      while (running()) {
+        const key = httpKey(w, randomInt(0, o.keysPerWorker));
+        const r = Math.random();
+        const t0 = performance.now();
+        if (r < 0.45) {
+          const res = await httpCall(agent, backend.port, 'GET', `/${key}`);
+          recordLatency(http, performance.now() - t0);
+          http.reads++;
+          if (res.status === 200 || res.status === 404) {
+            if (verifier.read(key, res.status === 200 ? res.body! : null, 'http GET')) http.verified++;
+          } else error(`http GET ${res.status ?? res.error}`);
+        } else if (r < 0.9) {
+          const value = randomValue(true);
+          const ttl = Math.random() < 0.2 ? `?ttl=${TTL_SECONDS}` : '';
+          const res = await httpCall(agent, backend.port, Math.random() < 0.5 ? 'PUT' : 'POST', `/${key}${ttl}`, value);
+          recordLatency(http, performance.now() - t0);
+          http.writes++;
+          if (res.status === 204) verifier.acknowledged(key, value);
+          else {
+            verifier.uncertain(key, value);
+            error(`http PUT ${res.status ?? res.error}`);
+          }
+          if (res.status === 204 && r > 0.8) {
+            // Read your own write at once, through the same path.
+            const check = await httpCall(agent, backend.port, 'GET', `/${key}`);
+            http.reads++;
+            if (check.status === 200 || check.status === 404) {
+              if (verifier.read(key, check.status === 200 ? check.body! : null, 'http GET after PUT')) http.verified++;
+            } else error(`http GET ${check.status ?? check.error}`);
+          }
+        } else {
+          const res = await httpCall(agent, backend.port, 'DELETE', `/${key}`);
+          recordLatency(http, performance.now() - t0);
+          http.deletes++;
+          if (res.status === 204) verifier.acknowledged(key, null);
+          else {
+            verifier.uncertain(key, null);
+            error(`http DELETE ${res.status ?? res.error}`);
+          }
+        }
+      }
+    };
+
+    // -- TCP workers: the client library straight to the store, several keys in flight at once.
+    const tcpKey = (w: number, i: number) => `soak:t${w}:${i}`;
+    const tcpOne = async (conn: StoreConnection, key: string): Promise<void> => {
+      const r = Math.random();
+      const t0 = performance.now();
+      const fail = (err: unknown, op: string): void => {
+        error(`tcp ${op} ${err instanceof StoreReplyError ? `ERROR ${err.reason}` : errorKind(err)}`);
+      };
+      if (r < 0.4) {
+        tcp.reads++;
+        try {
+          const got = await conn.get(key);
+          recordLatency(tcp, performance.now() - t0);
+          if (verifier.read(key, got, 'tcp GET')) tcp.verified++;
+        } catch (err) {
+          fail(err, 'GET');
+        }
+      } else if (r < 0.8) {
+        const value = randomValue(false);
+        tcp.writes++;
+        try {
+          await conn.set(key, value, Math.random() < 0.2 ? TTL_SECONDS : undefined);
+          recordLatency(tcp, performance.now() - t0);
+          verifier.acknowledged(key, value);
+        } catch (err) {
+          verifier.uncertain(key, value);
+          fail(err, 'SET');
+        }
+      } else if (r < 0.88) {
+        tcp.deletes++;
+        try {
+          await conn.del(key);
+          recordLatency(tcp, performance.now() - t0);
+          verifier.acknowledged(key, null);
+        } catch (err) {
+          verifier.uncertain(key, null);
+          fail(err, 'DELETE');
+        }
+      } else if (r < 0.94) {
+        // TTL: present keys answer -1 or a count of seconds, absent ones NOT_FOUND.
+        tcp.reads++;
+        try {
+          const ttl = await conn.ttl(key);
+          recordLatency(tcp, performance.now() - t0);
+          const s = verifier.state(key);
+          if (s.possible.length === 0) {
+            const present = s.value !== null;
+            if (present !== (ttl !== null) || (ttl !== null && ttl !== -1 && !(ttl >= 1 && ttl <= TTL_SECONDS))) {
+              verifier.mismatches.push({ key, via: 'tcp TTL', expected: present ? 'a TTL' : 'NOT_FOUND', got: String(ttl) });
+            } else tcp.verified++;
+          }
+        } catch (err) {
+          fail(err, 'TTL');
+        }
+      } else {
+        // EXPIRE far in the future: OK for a present key, NOT_FOUND for an absent one; the value stays.
+        tcp.writes++;
+        try {
+          const existed = await conn.expire(key, TTL_SECONDS);
+          recordLatency(tcp, performance.now() - t0);
+          const s = verifier.state(key);
+          if (s.possible.length === 0 && existed !== (s.value !== null)) {
+            verifier.mismatches.push({ key, via: 'tcp EXPIRE', expected: s.value !== null ? 'OK' : 'NOT_FOUND', got: existed ? 'OK' : 'NOT_FOUND' });
+          }
+        } catch (err) {
+          fail(err, 'EXPIRE');
+        }
+      }
+    };
+    const tcpWorker = async (w: number): Promise<void> => {
+      const conn = new StoreConnection({ host: '127.0.0.1', port: store.port, timeoutMs: 5000 });
+      connections.push(conn);
+      const lanes = Math.min(o.tcpDepth, o.keysPerWorker);
+      // Lane j owns the keys i ≡ j (mod lanes): in-flight commands never share a key.
+      await Promise.all(
+        Array.from({ length: lanes }, async (_, lane) => {
+          while (running()) {
+            const i = lane + lanes * randomInt(0, Math.ceil((o.keysPerWorker - lane) / lanes));
+            await tcpOne(conn, tcpKey(w, i));
+          }
+        }),
+      );
+    };
+
+    // -- progress and memory samples
+    let lastOps = 0;
+    let lastAt = started;
+    const ticker = setInterval(() => {
+      void sample().then(() => {
+        const now = performance.now();
+        const ops = http.ops + tcp.ops;
+        const m = memory.at(-1)!;
+        const errorCount = Object.values(errors).reduce((a, b) => a + b, 0);
+        log(
+          `${Math.round((now - started) / 1000)} s: ${Math.round(((ops - lastOps) * 1000) / (now - lastAt))} ops/s, ` +
+            `errors ${errorCount}, mismatches ${verifier.mismatches.length}, ` +
+            `rss store ${mib(m.storeRssBytes)} backend ${mib(m.backendRssBytes)}, usage ${mib(m.storeUsageBytes)} (${m.storeKeys} keys)`,
+        );
+        lastOps = ops;
+        lastAt = now;
+      });
+    }, o.sampleEverySec * 1000);
+    try {
+      await Promise.all([
+        ...Array.from({ length: o.httpWorkers }, (_, w) => httpWorker(w)),
+        ...Array.from({ length: o.tcpWorkers }, (_, w) => tcpWorker(w)),
+      ]);
+    } finally {
+      clearInterval(ticker);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await sample();
+
+    // -- final pass: every key the load touched, through both paths; HTTP keys must match
+    // byte for byte in the store too.
+    let finalKeysChecked = 0;
+    const servicesAlive = store.alive() && backend.alive();
+    if (servicesAlive) {
+      const direct = new StoreConnection({ host: '127.0.0.1', port: store.port, timeoutMs: 10_000 });
+      connections.push(direct);
+      for (const key of verifier.keys.keys()) {
+        const viaStore = await direct.get(key);
+        verifier.read(key, viaStore, 'final tcp GET');
+        if (key.startsWith('soak:h')) {
+          const res = await httpCall(agent, backend.port, 'GET', `/${key}`);
+          if (res.status === 200 || res.status === 404) verifier.read(key, res.status === 200 ? res.body! : null, 'final http GET');
+          else error(`http GET ${res.status ?? res.error}`);
+        }
+        finalKeysChecked++;
+      }
+    }
+    const evictions = (await scrape(store.metricsPort)).get('kvstore_evictions_total') ?? 0;
+
+    return {
+      options: o,
+      seconds,
+      http,
+      tcp,
+      errors,
+      mismatches: verifier.mismatches,
+      memory,
+      finalKeysChecked,
+      evictions,
+      servicesAlive,
+    };
+  } finally {
+    agent.destroy();
+    for (const c of connections) c.destroy();
+    await Promise.all(services.map((s) => s.stop()));
+    process.off('exit', cleanup);
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+function percentile(sorted: number[], p: number): string {
+  if (sorted.length === 0) return '-';
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2);
+}
+
+export function formatSoakReport(r: SoakReport): string {
+  const lines: string[] = [];
+  const path = (name: string, s: PathStats): string => {
+    const sorted = [...s.latenciesMs].sort((a, b) => a - b);
+    return (
+      `${name.padEnd(5)} ${String(s.ops).padStart(9)} ops  ${(s.ops / r.seconds).toFixed(0).padStart(7)} ops/s  ` +
+      `reads ${s.reads} (verified ${s.verified})  writes ${s.writes}  deletes ${s.deletes}  ` +
+      `latency ms p50 ${percentile(sorted, 50)} p99 ${percentile(sorted, 99)} max ${percentile(sorted, 100)}`
+    );
+  };
+  lines.push(`soak: ${r.seconds.toFixed(1)} s, ${r.options.httpWorkers} HTTP workers, ${r.options.tcpWorkers} TCP workers × ${r.options.tcpDepth}, ${r.options.keysPerWorker} keys each`);
+  lines.push(path('http', r.http));
+  lines.push(path('tcp', r.tcp));
+  lines.push(`total ${r.http.ops + r.tcp.ops} ops, ${((r.http.ops + r.tcp.ops) / r.seconds).toFixed(0)} ops/s`);
+  const errorKinds = Object.entries(r.errors);
+  lines.push(`errors: ${errorKinds.length === 0 ? 'none' : errorKinds.map(([k, n]) => `${k} ×${n}`).join(', ')}`);
+  lines.push(`store evictions: ${r.evictions}; keys read back after the load: ${r.finalKeysChecked}; services alive: ${r.servicesAlive ? 'yes' : 'NO'}`);
+  lines.push('memory (resident set size):');
+  lines.push('    at s   store RSS  backend RSS  store usage   keys');
+  const step = Math.max(1, Math.ceil(r.memory.length / 20));
+  r.memory.forEach((m, i) => {
+    if (i % step !== 0 && i !== r.memory.length - 1) return;
+    lines.push(`  ${String(m.atSec).padStart(6)}  ${mib(m.storeRssBytes).padStart(10)}  ${mib(m.backendRssBytes).padStart(11)}  ${mib(m.storeUsageBytes).padStart(11)}  ${String(m.storeKeys).padStart(5)}`);
+  });
+  const peak = (f: (m: MemorySample) => number) => mib(Math.max(...r.memory.map(f)));
+  lines.push(`  peak: store ${peak((m) => m.storeRssBytes)}, backend ${peak((m) => m.backendRssBytes)}`);
+  lines.push(`data mismatches: ${r.mismatches.length}`);
+  for (const m of r.mismatches.slice(0, 20)) lines.push(`  ${m.key} via ${m.via}: expected ${m.expected}, got ${m.got}`);
+  if (r.mismatches.length > 20) lines.push(`  … and ${r.mismatches.length - 20} more`);
+  lines.push(r.mismatches.length === 0 && r.servicesAlive ? 'PASS' : 'FAIL');
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- command line
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    options: {
+      duration: { type: 'string' },
+      'http-workers': { type: 'string' },
+      'tcp-workers': { type: 'string' },
+      'tcp-depth': { type: 'string' },
+      keys: { type: 'string' },
+      sample: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    process.exit(0);
+  }
+  const num = (name: string, raw: string | undefined, fallback: number, min: number): number => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < min) {
+      process.stderr.write(`soak: --${name}=${JSON.stringify(raw)}: expected a number of at least ${min}\n${HELP}`);
+      process.exit(2);
+    }
+    return n;
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      process.stderr.write(`\nsoak: interrupted (${signal})\n`);
+      process.exit(130); // the 'exit' handler kills the services
+    });
+  }
+  const d = defaultSoakOptions;
+  const report = await runSoak({
+    durationSec: num('duration', values.duration, d.durationSec, 1),
+    httpWorkers: num('http-workers', values['http-workers'], d.httpWorkers, 0),
+    tcpWorkers: num('tcp-workers', values['tcp-workers'], d.tcpWorkers, 0),
+    tcpDepth: num('tcp-depth', values['tcp-depth'], d.tcpDepth, 1),
+    keysPerWorker: num('keys', values.keys, d.keysPerWorker, 1),
+    sampleEverySec: num('sample', values.sample, d.sampleEverySec, 1),
+  });
+  if (values.json) {
+    const { http, tcp, ...rest } = report;
+    const strip = (s: PathStats) => ({ ...s, latenciesMs: undefined });
+    process.stdout.write(`${JSON.stringify({ ...rest, http: strip(http), tcp: strip(tcp) }, null, 2)}\n`);
+  } else {
+    process.stdout.write(`${formatSoakReport(report)}\n`);
+  }
+  process.exitCode = report.mismatches.length === 0 && report.servicesAlive ? 0 : 1;
+}
