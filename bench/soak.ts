@@ -70,6 +70,9 @@ export interface MemorySample {
   readonly atSec: number;
   readonly storeRssBytes: number;
   readonly backendRssBytes: number;
+  /** V8 heap in use: flat while RSS grows means garbage-collector slack, not a leak. */
+  readonly storeHeapUsedBytes: number;
+  readonly backendHeapUsedBytes: number;
   readonly storeUsageBytes: number;
   readonly storeKeys: number;
 }
@@ -337,6 +340,8 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         atSec: Math.round((performance.now() - started) / 1000),
         storeRssBytes: s.get('process_resident_memory_bytes') ?? 0,
         backendRssBytes: b.get('process_resident_memory_bytes') ?? 0,
+        storeHeapUsedBytes: s.get('nodejs_heap_size_used_bytes') ?? 0,
+        backendHeapUsedBytes: b.get('nodejs_heap_size_used_bytes') ?? 0,
         storeUsageBytes: s.get('kvstore_usage_bytes') ?? 0,
         storeKeys: s.get('kvstore_keys') ?? 0,
       });
@@ -568,15 +573,18 @@ export function formatSoakReport(r: SoakReport): string {
   const errorKinds = Object.entries(r.errors);
   lines.push(`errors: ${errorKinds.length === 0 ? 'none' : errorKinds.map(([k, n]) => `${k} ×${n}`).join(', ')}`);
   lines.push(`store evictions: ${r.evictions}; keys read back after the load: ${r.finalKeysChecked}; services alive: ${r.servicesAlive ? 'yes' : 'NO'}`);
-  lines.push('memory (resident set size):');
-  lines.push('    at s   store RSS  backend RSS  store usage   keys');
+  lines.push('memory (resident set size, V8 heap in use):');
+  lines.push('    at s   store RSS   store heap  backend RSS  backend heap  store usage   keys');
   const step = Math.max(1, Math.ceil(r.memory.length / 20));
   r.memory.forEach((m, i) => {
     if (i % step !== 0 && i !== r.memory.length - 1) return;
-    lines.push(`  ${String(m.atSec).padStart(6)}  ${mib(m.storeRssBytes).padStart(10)}  ${mib(m.backendRssBytes).padStart(11)}  ${mib(m.storeUsageBytes).padStart(11)}  ${String(m.storeKeys).padStart(5)}`);
+    lines.push(
+      `  ${String(m.atSec).padStart(6)}  ${mib(m.storeRssBytes).padStart(10)}  ${mib(m.storeHeapUsedBytes).padStart(11)}  ${mib(m.backendRssBytes).padStart(11)}  ` +
+        `${mib(m.backendHeapUsedBytes).padStart(12)}  ${mib(m.storeUsageBytes).padStart(11)}  ${String(m.storeKeys).padStart(5)}`,
+    );
   });
   const peak = (f: (m: MemorySample) => number) => mib(Math.max(...r.memory.map(f)));
-  lines.push(`  peak: store ${peak((m) => m.storeRssBytes)}, backend ${peak((m) => m.backendRssBytes)}`);
+  lines.push(`  peak RSS: store ${peak((m) => m.storeRssBytes)}, backend ${peak((m) => m.backendRssBytes)}; peak heap in use: store ${peak((m) => m.storeHeapUsedBytes)}, backend ${peak((m) => m.backendHeapUsedBytes)}`);
   lines.push(`data mismatches: ${r.mismatches.length}`);
   for (const m of r.mismatches.slice(0, 20)) lines.push(`  ${m.key} via ${m.via}: expected ${m.expected}, got ${m.got}`);
   if (r.mismatches.length > 20) lines.push(`  … and ${r.mismatches.length - 20} more`);
