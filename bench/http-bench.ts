@@ -46,6 +46,8 @@ export interface HttpBenchResult {
   readonly requests: number;
   readonly errors: number;
   readonly non2xx: number;
+  /** Count per status code, when any answer was not 2xx (a benchmark of errors is no benchmark). */
+  readonly statusCodes: Record<string, number>;
   /** CPU time the server process spent per request during the measured run (user + system), in µs. */
   readonly serverCpuMicrosPerRequest: number | undefined;
   /** Which round this (median) result comes from. */
@@ -68,6 +70,7 @@ interface AutocannonResult {
   errors: number;
   timeouts: number;
   non2xx: number;
+  statusCodeStats?: Record<string, { count: number }>;
 }
 type Autocannon = (opts: { url: string; connections: number; duration: number; pipelining?: number }) => Promise<AutocannonResult>;
 // autocannon ships no types; this is the one call we make.
@@ -170,6 +173,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
         requests: r.requests.total,
         errors: r.errors + r.timeouts,
         non2xx: r.non2xx,
+        statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
         serverCpuMicrosPerRequest: cpu,
         round,
       };
@@ -232,6 +236,9 @@ export function formatHttpBench(report: HttpBenchReport): string {
         r.non2xx,
       ).padStart(8)}  ${r.serverCpuMicrosPerRequest === undefined ? '-' : r.serverCpuMicrosPerRequest.toFixed(1).padStart(8)}`,
     );
+  }
+  for (const r of report.results) {
+    if (r.non2xx > 0) lines.push(`  ${r.mode}: status codes ${JSON.stringify(r.statusCodes)}`);
   }
   lines.push('');
   for (const [name, value] of Object.entries(report.ratios)) lines.push(`${name}: ${value}`);

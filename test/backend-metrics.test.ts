@@ -1,7 +1,9 @@
 // The backend's metrics (SPEC §4) on its admin port: exact names, labels from fixed
 // sets, store errors by kind, the pool's connections, the USAGE probe, and no new
 // series however many distinct keys are used.
+import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { FastHistogram } from '../services/backend/fast-histogram.ts';
 import { backendHarness, metricSum, scrape, send, seriesOf } from './helpers/backend-harness.ts';
 import { freePort } from './helpers/service-process.ts';
 
@@ -31,8 +33,10 @@ describe('backend metrics', () => {
     expect(text).toContain('# TYPE kvbackend_http_requests_total counter');
     expect(text).toContain('process_cpu_seconds_total');
     // Sub-millisecond buckets
-    expect(text).toContain('kvbackend_http_request_duration_seconds_bucket{le="0.0001",method="GET"}');
-    expect(text).toContain('kvbackend_store_command_duration_seconds_bucket{le="0.00025",command="GET"}');
+    expect(text).toContain('kvbackend_http_request_duration_seconds_bucket{method="GET",le="0.0001"}');
+    expect(text).toContain('kvbackend_store_command_duration_seconds_bucket{command="GET",le="0.00025"}');
+    expect(text).toContain('kvbackend_http_request_duration_seconds_bucket{method="GET",le="+Inf"} 1');
+    expect(text).toContain('kvbackend_http_request_duration_seconds_count{method="GET"} 1');
     // /metrics on the main port is just a key.
     expect((await send(backend.port, 'GET', '/metrics')).status).toBe(404);
   });
@@ -161,5 +165,44 @@ describe('backend metrics', () => {
     expect(metricSum(text, 'kvbackend_http_requests_total', '{method="GET",status="200"}')).toBe(1001);
     expect(metricSum(text, 'kvbackend_store_commands_total', '{command="SETEX",result="ok"}')).toBe(1001);
     expect(text).not.toMatch(/key-\d|warm-up/);
+  });
+});
+
+describe('FastHistogram', () => {
+  /** Samples as `name{sorted labels} value`, so label order does not matter. */
+  const samples = (text: string) =>
+    text
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => {
+        const m = /^(\w+)(?:\{(.*)\})? (.+)$/.exec(l)!;
+        return `${m[1]}{${(m[2] ?? '').split(',').filter(Boolean).sort().join(',')}} ${m[3]}`;
+      })
+      .sort();
+
+  it('exposes exactly what a prom-client Histogram exposes for the same observations', async () => {
+    const buckets = [0.001, 0.01, 0.1, 1];
+    const reference = new Registry();
+    const fast = new Registry();
+    const h = new Histogram({ name: 'h_seconds', help: 'help text', labelNames: ['method'], buckets, registers: [reference] });
+    const f = new FastHistogram({ name: 'h_seconds', help: 'help text', labelNames: ['method'], buckets, registry: fast });
+    const get = f.recorder({ method: 'GET' });
+    const put = f.recorder({ method: 'PUT' });
+    f.recorder({ method: 'DELETE' }); // never observed: no series, as with prom-client
+    // Values on the bounds, between them, beyond the last one, and zero.
+    for (const v of [0, 0.0005, 0.001, 0.0011, 0.01, 0.05, 0.1, 1, 3, 120]) {
+      h.observe({ method: 'GET' }, v);
+      get(v);
+    }
+    h.observe({ method: 'PUT' }, 0.002);
+    put(0.002);
+    expect(samples(await fast.metrics())).toEqual(samples(await reference.metrics()));
+    expect(await fast.metrics()).toContain('# TYPE h_seconds histogram');
+    expect(await fast.metrics()).toContain('# HELP h_seconds help text');
+
+    fast.resetMetrics();
+    expect(samples(await fast.metrics())).toEqual([]);
+    get(0.5);
+    expect(await fast.metrics()).toContain('h_seconds_count{method="GET"} 1');
   });
 });

@@ -1,7 +1,8 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { errorKind, StoreReplyError } from '../client/errors.ts';
-import type { CommandObserver } from '../client/store-commands.ts';
+import type { CommandObserver, CommandResult } from '../client/store-commands.ts';
 import type { ConnectionState } from '../client/store-connection.ts';
+import { FastHistogram } from './fast-histogram.ts';
 
 /** What the backend records (SPEC §4); every label value comes from a fixed set. */
 export interface BackendMetrics {
@@ -31,63 +32,91 @@ export function methodLabel(method: string): string {
   return (HTTP_METHODS as readonly string[]).includes(method) ? method : 'OTHER';
 }
 
-function commandLabel(command: string): string {
-  return (STORE_COMMANDS as readonly string[]).includes(command) ? command : 'UNKNOWN';
+/** A count kept in a plain object on the hot path and handed to prom-client at scrape time. */
+interface Tally {
+  readonly labels: Record<string, string>;
+  n: number;
+}
+
+/** A prom-client Counter whose value is read from tallies in collect() (its public hook for live values). */
+function tallyCounter(name: string, help: string, labelNames: readonly string[], registry: Registry, tallies: () => Iterable<Tally>): void {
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const t of tallies()) this.inc(t.labels, t.n);
+    },
+  });
+}
+
+interface MethodSeries {
+  readonly byStatus: Map<number, Tally>;
+  readonly observe: (seconds: number) => void;
+}
+
+interface CommandSeries {
+  readonly results: Record<CommandResult, Tally>;
+  readonly observe: (seconds: number) => void;
 }
 
 /**
  * Registers the backend's metrics on the given registry (one per service instance).
- * Label objects are built once per label set and reused, so recording allocates nothing.
+ * Recording a request or a store command touches only plain objects made once per
+ * label set: no label hashing or allocation per request (prom-client's inc/observe
+ * with labels cost about 2 µs per request together, measured, on a request that
+ * costs about 25 µs). prom-client reads the totals when it is scraped.
  */
 export function createBackendMetrics({ registry, poolStates }: BackendMetricsOptions): BackendMetrics {
-  const registers = [registry];
-  const httpRequests = new Counter({
-    name: 'kvbackend_http_requests_total',
-    help: 'HTTP requests answered, by method and status code.',
-    labelNames: ['method', 'status'] as const,
-    registers,
-  });
-  const httpDuration = new Histogram({
+  const httpDuration = new FastHistogram({
     name: 'kvbackend_http_request_duration_seconds',
     help: 'Time from request arrival to the end of the response, in seconds.',
-    labelNames: ['method'] as const,
+    labelNames: ['method'],
     buckets: BUCKETS,
-    registers,
+    registry,
   });
-  const storeCommands = new Counter({
-    name: 'kvbackend_store_commands_total',
-    help: 'Store commands sent by the backend, by command and result (ok, not_found, error).',
-    labelNames: ['command', 'result'] as const,
-    registers,
+  const methods = new Map<string, MethodSeries>();
+  for (const method of [...HTTP_METHODS, 'OTHER']) {
+    methods.set(method, { byStatus: new Map(), observe: httpDuration.recorder({ method }) });
+  }
+  const other = methods.get('OTHER')!;
+  tallyCounter('kvbackend_http_requests_total', 'HTTP requests answered, by method and status code.', ['method', 'status'], registry, function* () {
+    for (const m of methods.values()) yield* m.byStatus.values();
   });
-  const storeDuration = new Histogram({
+
+  const storeDuration = new FastHistogram({
     name: 'kvbackend_store_command_duration_seconds',
     help: 'Round trip of a store command as seen by the backend, in seconds.',
-    labelNames: ['command'] as const,
+    labelNames: ['command'],
     buckets: BUCKETS,
-    registers,
+    registry,
   });
-  const storeUp = new Gauge({
-    name: 'kvbackend_store_up',
-    help: '1 when the last USAGE probe of the store succeeded, else 0.',
-    registers,
+  const commands = new Map<string, CommandSeries>();
+  for (const command of [...STORE_COMMANDS, 'UNKNOWN']) {
+    const tally = (result: CommandResult): Tally => ({ labels: { command, result }, n: 0 });
+    commands.set(command, { results: { ok: tally('ok'), not_found: tally('not_found'), error: tally('error') }, observe: storeDuration.recorder({ command }) });
+  }
+  const unknown = commands.get('UNKNOWN')!;
+  tallyCounter('kvbackend_store_commands_total', 'Store commands sent by the backend, by command and result (ok, not_found, error).', ['command', 'result'], registry, function* () {
+    // A series appears with its first command, as prom-client's own counters do.
+    for (const c of commands.values()) for (const t of Object.values(c.results)) if (t.n > 0) yield t;
   });
-  const storeUsage = new Gauge({
-    name: 'kvbackend_store_usage_bytes',
-    help: 'Bytes held by the store, from the last successful USAGE probe.',
-    registers,
-  });
-  const storeErrors = new Counter({
-    name: 'kvbackend_store_errors_total',
-    help: 'Failed store commands by kind: timeout, unavailable or protocol.',
-    labelNames: ['kind'] as const,
-    registers,
-  });
+
+  // Alerts read these from the start: every kind exists at zero.
+  const errorKinds = { timeout: { labels: { kind: 'timeout' }, n: 0 }, unavailable: { labels: { kind: 'unavailable' }, n: 0 }, protocol: { labels: { kind: 'protocol' }, n: 0 } };
+  tallyCounter('kvbackend_store_errors_total', 'Failed store commands by kind: timeout, unavailable or protocol.', ['kind'], registry, () => Object.values(errorKinds));
+
+  const storeUp = new Gauge({ name: 'kvbackend_store_up', help: '1 when the last USAGE probe of the store succeeded, else 0.', registers: [registry] });
+  const storeUsage = new Gauge({ name: 'kvbackend_store_usage_bytes', help: 'Bytes held by the store, from the last successful USAGE probe.', registers: [registry] });
+  storeUp.set(0);
+  storeUsage.set(0);
   new Gauge({
     name: 'kvbackend_store_pool_connections',
     help: 'Connections of the store pool, by state.',
-    labelNames: ['state'] as const,
-    registers,
+    labelNames: ['state'],
+    registers: [registry],
     collect() {
       if (!poolStates) return;
       const counts = poolStates();
@@ -95,52 +124,25 @@ export function createBackendMetrics({ registry, poolStates }: BackendMetricsOpt
     },
   });
 
-  // Series that alerts and dashboards read exist from the start, at zero.
-  storeUp.set(0);
-  storeUsage.set(0);
-  for (const kind of ['timeout', 'unavailable', 'protocol']) storeErrors.inc({ kind }, 0);
-
-  const requestLabels = new Map<string, Map<number, { method: string; status: string }>>();
-  const methodLabels = new Map<string, { method: string }>();
-  for (const method of [...HTTP_METHODS, 'OTHER']) {
-    requestLabels.set(method, new Map());
-    methodLabels.set(method, { method });
-  }
-  const commandLabels = new Map<string, { command: string }>();
-  const commandResultLabels = new Map<string, { command: string; result: string }>();
-  const kindLabels = new Map<string, { kind: string }>();
-
   return {
     recordRequest(method, status, seconds) {
-      const m = methodLabel(method);
-      const byStatus = requestLabels.get(m)!;
-      let labels = byStatus.get(status);
-      if (!labels) {
-        labels = { method: m, status: String(status) };
-        byStatus.set(status, labels);
+      const m = methods.get(method) ?? other;
+      let tally = m.byStatus.get(status);
+      if (!tally) {
+        // Statuses come from the app's own fixed set, so this map stays small.
+        tally = { labels: { method: methods.has(method) ? method : 'OTHER', status: String(status) }, n: 0 };
+        m.byStatus.set(status, tally);
       }
-      httpRequests.inc(labels);
-      httpDuration.observe(methodLabels.get(m)!, seconds);
+      tally.n++;
+      m.observe(seconds);
     },
 
     observeCommand(command, result, seconds, error) {
-      const c = commandLabel(command);
-      const id = `${c} ${result}`;
-      let labels = commandResultLabels.get(id);
-      if (!labels) {
-        labels = { command: c, result };
-        commandResultLabels.set(id, labels);
-        commandLabels.set(c, { command: c });
-      }
-      storeCommands.inc(labels);
-      storeDuration.observe(commandLabels.get(c)!, seconds);
+      const c = commands.get(command) ?? unknown;
+      c.results[result].n++;
+      c.observe(seconds);
       // ERROR replies are the store's answer, not a transport failure: counted by result only.
-      if (error !== undefined && !(error instanceof StoreReplyError)) {
-        const kind = errorKind(error);
-        let kl = kindLabels.get(kind);
-        if (!kl) kindLabels.set(kind, (kl = { kind }));
-        storeErrors.inc(kl);
-      }
+      if (error !== undefined && !(error instanceof StoreReplyError)) errorKinds[errorKind(error)].n++;
     },
 
     recordProbe(usage) {

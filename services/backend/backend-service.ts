@@ -34,6 +34,9 @@ export interface BackendService {
 }
 
 const PROBE_TIMEOUT_MS = 1000;
+// Requests still running after this are cut, so that close() ends before the entry
+// point's own force-exit (run-service.ts, 5 s) and the pool and admin port close cleanly.
+const SHUTDOWN_GRACE_MS = 4000;
 
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
@@ -100,7 +103,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
         // server.close() stops accepting and ends idle keep-alive connections; busy ones
         // end after their response (which carries Connection: close while closing).
         const drained = closeServer(server);
-        const grace = setTimeout(() => server.closeAllConnections(), deps.shutdownGraceMs ?? 10_000);
+        const grace = setTimeout(() => server.closeAllConnections(), deps.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
         grace.unref();
         await drained;
         clearTimeout(grace);

@@ -90,7 +90,7 @@ export async function scrape(port: number): Promise<string> {
 export function backendHarness() {
   const cleanups: (() => unknown)[] = [];
   afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) { console.log("cleanup", c.toString().slice(0, 60)); await c(); console.log("done"); }
+    for (const c of cleanups.splice(0).reverse()) await c();
   });
 
   return {
