@@ -73,6 +73,9 @@ export interface MemorySample {
   /** V8 heap in use: flat while RSS grows means garbage-collector slack, not a leak. */
   readonly storeHeapUsedBytes: number;
   readonly backendHeapUsedBytes: number;
+  /** Memory outside the V8 heap held by JavaScript objects (Buffers, mostly). */
+  readonly storeExternalBytes: number;
+  readonly backendExternalBytes: number;
   readonly storeUsageBytes: number;
   readonly storeKeys: number;
 }
@@ -342,6 +345,8 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         backendRssBytes: b.get('process_resident_memory_bytes') ?? 0,
         storeHeapUsedBytes: s.get('nodejs_heap_size_used_bytes') ?? 0,
         backendHeapUsedBytes: b.get('nodejs_heap_size_used_bytes') ?? 0,
+        storeExternalBytes: s.get('nodejs_external_memory_bytes') ?? 0,
+        backendExternalBytes: b.get('nodejs_external_memory_bytes') ?? 0,
         storeUsageBytes: s.get('kvstore_usage_bytes') ?? 0,
         storeKeys: s.get('kvstore_keys') ?? 0,
       });
@@ -584,7 +589,10 @@ export function formatSoakReport(r: SoakReport): string {
     );
   });
   const peak = (f: (m: MemorySample) => number) => mib(Math.max(...r.memory.map(f)));
-  lines.push(`  peak RSS: store ${peak((m) => m.storeRssBytes)}, backend ${peak((m) => m.backendRssBytes)}; peak heap in use: store ${peak((m) => m.storeHeapUsedBytes)}, backend ${peak((m) => m.backendHeapUsedBytes)}`);
+  lines.push(
+    `  peak RSS: store ${peak((m) => m.storeRssBytes)}, backend ${peak((m) => m.backendRssBytes)}; peak heap in use: store ${peak((m) => m.storeHeapUsedBytes)}, backend ${peak((m) => m.backendHeapUsedBytes)}; ` +
+      `peak external: store ${peak((m) => m.storeExternalBytes)}, backend ${peak((m) => m.backendExternalBytes)}`,
+  );
   lines.push(`data mismatches: ${r.mismatches.length}`);
   for (const m of r.mismatches.slice(0, 20)) lines.push(`  ${m.key} via ${m.via}: expected ${m.expected}, got ${m.got}`);
   if (r.mismatches.length > 20) lines.push(`  … and ${r.mismatches.length - 20} more`);
