@@ -483,4 +483,40 @@ describe('the store server under random and mutated input', () => {
       { ...limits, numRuns: 60 },
     );
   });
+
+  it('a client that half-closes after its stream gets every reply to its complete lines, then the close; a partial last line never runs', async () => {
+    const maxValue = 48;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(lineArb(lineBound(maxValue)), { minLength: 1, maxLength: 25 }),
+        fc.uint8Array({ maxLength: 20 }),
+        fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 8 }),
+        async (lines, tail, sizes) => {
+          const store = await startTestStore({ maxValueBytes: maxValue });
+          try {
+            const c = await store.client();
+            const stream = Buffer.concat([...lines.flatMap((l) => [l, Buffer.from('\n')]), Buffer.from(tail)]);
+            const segments = splitAtLf(stream);
+            const rest = segments.at(-1)!;
+            // An over-long partial line is still answered (the store need not see its end to know).
+            const sent = rest.length > lineBound(maxValue) ? segments : segments.slice(0, -1);
+            const { replies, ran } = expectedReplies(sent, maxValue);
+            for (let pos = 0, i = 0; pos < stream.length; i++) {
+              const n = sizes[i % sizes.length]!;
+              c.send(stream.subarray(pos, pos + n));
+              pos += n;
+            }
+            c.socket.end(); // FIN: nothing more will come, the replies still must
+            await c.closed;
+            const got = c.received.map((r, i) => (replies[i] === 'STATS*' && r.startsWith('STATS keys=') ? 'STATS*' : r));
+            expect(got).toEqual(replies);
+            expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
+          } finally {
+            store.service.destroy();
+          }
+        },
+      ),
+      { ...limits, numRuns: 40 },
+    );
+  });
 });
