@@ -269,6 +269,27 @@ describe('the line bound', () => {
   });
 });
 
+describe('an over-long line queued behind replies the client has not read', () => {
+  it('is answered in order after every earlier reply, closes the connection, and is logged once', async () => {
+    const store = await startTestStore({ maxValueBytes: 20_000 });
+    const setup = await store.client();
+    const value = 'x'.repeat(16_000);
+    expect(await setup.request(`SET big ${value}`)).toBe('OK');
+    const c = await LineClient.connect(store.port);
+    c.socket.pause(); // not reading: the store stops after a few replies and queues the rest
+    const n = 2000;
+    c.send('GET big\n'.repeat(n) + 'y'.repeat(lineBound(20_000) + 1) + '\nPING\n');
+    await vi.waitFor(() => expect(store.service.server.connectionFlows().some((f) => f.paused)).toBe(true), { timeout: 10_000, interval: 5 });
+    c.socket.resume();
+    await c.closed;
+    expect(c.received).toHaveLength(n + 1);
+    expect(c.received.slice(0, n).every((r) => r === `VALUE ${b64(value)}`)).toBe(true);
+    expect(c.received[n]).toBe('ERROR line too long'); // and the PING after it never ran
+    expect(store.logs.filter((l) => l.msg === 'line too long: closing the connection')).toHaveLength(1);
+    await stillServes(setup);
+  });
+});
+
 describe('a value of exactly MAX_VALUE_BYTES', () => {
   it('is stored and read back byte for byte (default 1 MiB, binary), one byte more is refused and changes nothing', async () => {
     const store = await startTestStore();
