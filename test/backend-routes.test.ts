@@ -232,6 +232,23 @@ describe('PUT and POST', () => {
     expect(await conn.get('chunked')).toBeNull();
   });
 
+  it('answers Expect: 100-continue with 413 before the client sends an oversized body', async () => {
+    const { connect } = await import('node:net');
+    const socket = connect({ host: '127.0.0.1', port: backend.port });
+    h.defer(() => socket.destroy());
+    const first = await new Promise<string>((resolve, reject) => {
+      socket.once('data', (c: Buffer) => resolve(c.toString('latin1')));
+      socket.once('error', reject);
+      socket.write(`PUT /big HTTP/1.1\r\nHost: x\r\nContent-Length: ${MAX_VALUE_BYTES + 1}\r\nExpect: 100-continue\r\n\r\n`);
+    });
+    expect(first).toMatch(/^HTTP\/1\.1 413 /);
+    expect(first).not.toMatch(/100 Continue/);
+    // Within the limit, the body is invited and stored.
+    const small = await send(backend.port, 'PUT', '/small', 'ok', { Expect: '100-continue' });
+    expect(small.status).toBe(204);
+    expect((await conn.get('small'))?.toString()).toBe('ok');
+  });
+
   it('refuses a declared Content-Length over the limit without reading the body', async () => {
     const res = await send(backend.port, 'PUT', '/big', 'x'.repeat(MAX_VALUE_BYTES * 4));
     expect(res.status).toBe(413);

@@ -68,6 +68,12 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   let closing = false;
   const app = createBackendApp({ store: pool, metrics, logger, maxValueBytes: config.maxValueBytes, isClosing: () => closing });
   const server = createServer(app);
+  // `Expect: 100-continue` (curl sends it for large uploads): invite the body only when it
+  // will be accepted; an oversized one, or any request during shutdown, is answered at once.
+  server.on('checkContinue', (req, res) => {
+    if (!closing && !(Number(req.headers['content-length']) > config.maxValueBytes)) res.writeContinue();
+    app(req, res);
+  });
   // Once shutdown begins, readiness fails so load balancers stop sending traffic.
   const probe = (): Promise<number> =>
     closing ? Promise.reject(new Error('shutting down')) : probeUsage({ host: store.host, port: store.port, timeoutMs: PROBE_TIMEOUT_MS });
