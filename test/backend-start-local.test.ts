@@ -1,6 +1,7 @@
 // `npm start`: store and backend as two child processes, logs on stdout, one Ctrl-C
 // (SIGINT) stops both cleanly and the runner exits 0.
 import { afterEach, describe, expect, it } from 'vitest';
+import { metricSum, scrape } from './helpers/backend-harness.ts';
 import { freePort, startServiceProcess, type ServiceProcess } from './helpers/service-process.ts';
 
 let runner: ServiceProcess | undefined;
@@ -30,7 +31,9 @@ describe('npm start (services/start-local.ts)', () => {
       'kvbackend ready',
     );
     await untilLogged(runner, 'kvstore ready');
-    while ((await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status !== 200) await new Promise((r) => setTimeout(r, 20));
+    // The backend may have started first: wait until its pool has reconnected by itself.
+    const connected = async () => metricSum(await scrape(ports.admin), 'kvbackend_store_pool_connections', 'state="connected"');
+    while ((await connected()) < 4) await new Promise((r) => setTimeout(r, 20));
     expect((await fetch(`http://127.0.0.1:${ports.http}/k`, { method: 'PUT', body: 'v' })).status).toBe(204);
     expect(await (await fetch(`http://127.0.0.1:${ports.http}/k`)).text()).toBe('v');
 
