@@ -127,3 +127,23 @@ describe('store misbehaving', () => {
     expect((await send(backend.port, 'GET', '/large')).status).toBe(404);
   });
 });
+
+describe('a store client that throws synchronously', () => {
+  it('answers 500 to the write and keeps serving (the throw happens after the body is read)', async () => {
+    const { createBackendApp } = await import('../services/backend/backend-app.ts');
+    const { createLogger } = await import('../services/shared/logger.ts');
+    const { default: request } = await import('supertest');
+    const store = {
+      get: async () => Buffer.from('still here'),
+      del: async () => {},
+      set: (): Promise<void> => {
+        throw new RangeError('refused by the client library');
+      },
+    };
+    const app = createBackendApp({ store, logger: createLogger({ name: 't', level: 'silent' }), maxValueBytes: 1024 });
+    const put = await request(app).put('/k').send('v');
+    expect(put.status).toBe(500);
+    expect(put.text).toBe('internal error\n');
+    expect((await request(app).get('/k')).text).toBe('still here');
+  });
+});

@@ -100,7 +100,12 @@ export function createBackendApp({ store, metrics, logger, maxValueBytes, isClos
           if (outcome === 'aborted') return; // the client is gone; nothing to answer
           // A line break would end the store command early and start another one.
           if (body!.includes(LF) || body!.includes(CR)) return fail(errorReplies.lineBreakInValue);
-          store.set(key, body!, ttl).then(() => finish(204), storeFailed);
+          // Outside the try below (this runs later): the client's argument checks throw synchronously.
+          try {
+            store.set(key, body!, ttl).then(() => finish(204), storeFailed);
+          } catch (err) {
+            storeFailed(err);
+          }
         });
       }
     } catch (err) {
