@@ -1,9 +1,10 @@
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
 import { StorePool } from '../client/store-pool.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import type { BackendConfig } from '../shared/config.ts';
+import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
@@ -37,13 +38,6 @@ const PROBE_TIMEOUT_MS = 1000;
 // Requests still running after this are cut, so that close() ends before the entry
 // point's own force-exit (run-service.ts, 5 s) and the pool and admin port close cleanly.
 const SHUTDOWN_GRACE_MS = 4000;
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    if (!server.listening) return resolve();
-    server.close(() => resolve());
-  });
-}
 
 /**
  * The HTTP backend: one StorePool shared by every request, the public HTTP port, and

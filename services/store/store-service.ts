@@ -1,8 +1,9 @@
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import { lineBound, type StoreConfig } from '../shared/config.ts';
+import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
@@ -46,14 +47,6 @@ function selfAddress(host: string): string {
   if (host === '0.0.0.0') return '127.0.0.1';
   if (host === '::' || host === '[::]') return '::1';
   return host;
-}
-
-function closeHttp(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    if (!server.listening) return resolve();
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
 }
 
 /**
@@ -127,7 +120,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
         clearInterval(sweep);
         logger.info({ connections: tcp.connectionCount }, 'kvstore shutting down');
         await tcp.close(deps.shutdownGraceMs ?? 3000);
-        await closeHttp(admin);
+        await closeServer(admin);
         logger.info('kvstore stopped');
       })();
       return closed;
