@@ -12,7 +12,6 @@ import { probeUsage } from '../services/client/index.ts';
 import { composeFiles, describeDocker } from './helpers/docker-available.ts';
 import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
 import { prometheusApi } from './helpers/prometheus-api.ts';
-import { freePort } from './helpers/service-process.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
@@ -22,20 +21,32 @@ await describeDocker(
   'end to end with the compose stack in containers',
   () => {
     let environment: StartedDockerComposeEnvironment | undefined;
-    const ports = { backend: 0, prometheus: 0, alertmanager: 0, grafana: 0, store: 0 };
     const containerId = (service: string) => environment!.getContainer(`${service}-1`).getId();
+    // Host ports are chosen by Docker (published as port 0), so no other test can take
+    // them first; a restarted container may get a new one, so it is looked up each time.
+    const hostPort = async (service: string, port: number): Promise<number> => {
+      const mapping = await docker('port', containerId(service), `${port}/tcp`);
+      const m = /:(\d+)\s*$/m.exec(mapping.split('\n')[0]!);
+      if (!m) throw new Error(`no host port for ${service}:${port} (docker port said ${JSON.stringify(mapping)})`);
+      return Number(m[1]);
+    };
+    const ports = { backend: 0, prometheus: 0, store: 0 };
+    const refreshPorts = async () => {
+      ports.backend = await hostPort('backend', 8080);
+      ports.prometheus = await hostPort('prometheus', 9090);
+      ports.store = await hostPort('store', 8765);
+    };
 
     beforeAll(async () => {
-      for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
       environment = await new DockerComposeEnvironment(root, [...composeFiles(), 'test/fixtures/compose.e2e.yml'])
         .withBuild()
         .withEnvironment({
           PUBLISH_ADDRESS: '127.0.0.1',
-          BACKEND_PORT: String(ports.backend),
-          PROMETHEUS_PORT: String(ports.prometheus),
-          ALERTMANAGER_PORT: String(ports.alertmanager),
-          GRAFANA_PORT: String(ports.grafana),
-          E2E_STORE_PORT: String(ports.store),
+          BACKEND_PORT: '0',
+          PROMETHEUS_PORT: '0',
+          ALERTMANAGER_PORT: '0',
+          GRAFANA_PORT: '0',
+          E2E_STORE_PORT: '0',
           STORE_TIMEOUT_MS: '500',
         })
         .withWaitStrategy('store-1', Wait.forLogMessage(/"msg":"kvstore ready"/))
@@ -44,6 +55,7 @@ await describeDocker(
         .withWaitStrategy('alertmanager-1', Wait.forHttp('/-/ready', 9093))
         .withStartupTimeout(300_000)
         .up(['store', 'backend', 'prometheus', 'alertmanager']);
+      await refreshPorts();
     }, 900_000);
 
     afterAll(async () => {
@@ -70,12 +82,14 @@ await describeDocker(
       },
       startStore: async () => {
         await docker('start', containerId('store'));
+        await refreshPorts();
         await waitUntil('the store container to answer USAGE', () => probeUsage({ host: '127.0.0.1', port: ports.store, timeoutMs: 1000 }), {
           deadlineMs: 60_000,
         });
       },
       restartBackend: async () => {
         await docker('restart', '--time', '10', containerId('backend'));
+        await refreshPorts();
         await backendReady();
       },
       backendIdentity: () => docker('inspect', '--format', '{{.State.StartedAt}}', containerId('backend')),
