@@ -87,7 +87,13 @@ export function defineStackChecks(stack: () => Stack): void {
     await prom.waitFor('rates over the load', async () => ((await prom.sum('sum(rate(kvbackend_http_requests_total[1m]))')) > 0 ? true : undefined));
     const empty: string[] = [];
     for (const q of queries) {
-      if ((await prom.query(resolveTemplateVariables(q.expr, '1m'))).length === 0) empty.push(`${q.dashboard} / ${q.panel}: ${q.expr}`);
+      // Recording rules (the SLO panels) have data only once Prometheus has evaluated
+      // them after the load: give each query a bounded wait, not a single look.
+      const expr = resolveTemplateVariables(q.expr, '1m');
+      const hasData = await prom
+        .waitFor(`data for ${q.panel}`, async () => ((await prom.query(expr)).length > 0 ? true : undefined), 30_000)
+        .catch(() => false);
+      if (!hasData) empty.push(`${q.dashboard} / ${q.panel}: ${q.expr}`);
     }
     expect(empty).toEqual([]);
   });
