@@ -17,10 +17,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { freePort } from '../services/shared/free-port.ts';
 
 export type HttpBenchMode = 'bare-express' | 'backend' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
 export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-express', 'backend', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
@@ -78,14 +79,6 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const KEY = 'bench-key';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** Resolves once something accepts TCP connections on the port (the child is up). */
 async function waitForPort(port: number, child: ChildProcess): Promise<void> {

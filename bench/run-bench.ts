@@ -5,13 +5,14 @@
 // an error or Ctrl-C. Prints one table with the exact command lines; --json <file> saves it.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { StoreConnection } from '../services/client/index.ts';
 import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
 import type { HttpBenchReport } from './http-bench.ts';
+import { freePort } from '../services/shared/free-port.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -198,14 +199,6 @@ function startStore(): Promise<Server> {
     { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(8 * 1024 ** 3), LOG_LEVEL: 'info' },
     jsonReady('kvstore ready'),
   );
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 function redisAvailable(): boolean {

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { backendHarness, send, type RawResponse } from './helpers/backend-harness.ts';
 import { freePort } from './helpers/service-process.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const h = backendHarness();
 
@@ -18,9 +19,9 @@ function expectShortPlainError(res: RawResponse, status: number): void {
   expect(res.text.trim()).not.toContain('\n');
 }
 
-async function untilConnected(backend: { pool: { stateCounts(): Record<string, number> } }, n: number): Promise<void> {
-  // Polls a condition (the pool reconnects on its own schedule); the test time-out bounds it.
-  while (backend.pool.stateCounts().connected < n) await new Promise((r) => setTimeout(r, 20));
+function untilConnected(backend: { pool: { stateCounts(): Record<string, number> } }, n: number): Promise<true> {
+  // The pool reconnects on its own schedule.
+  return waitUntil(`${n} pooled connections`, async () => (backend.pool.stateCounts().connected >= n ? true : undefined), { everyMs: 20 });
 }
 
 describe('store unreachable', () => {

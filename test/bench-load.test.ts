@@ -7,6 +7,7 @@ import { listen } from '../services/shared/listen.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { startFakeStore } from './helpers/fake-store.ts';
+import { freePort } from '../services/shared/free-port.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const cleanups: (() => unknown)[] = [];
@@ -112,9 +113,7 @@ describe('kv bench catches a wrong server', () => {
   });
 
   it('a refused connection exits 2 with the reason', async () => {
-    const server = createServer();
-    const port = await listen(server, 0, '127.0.0.1');
-    await new Promise((r) => server.close(r));
+    const port = await freePort();
     const r = await kvBench(port, ['-n', '10']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/cannot connect to 127\.0\.0\.1:\d+: ECONNREFUSED/);

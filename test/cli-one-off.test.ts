@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { loadStoreConfig } from '../services/shared/config.ts';
-import { listen } from '../services/shared/listen.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { startFakeStore } from './helpers/fake-store.ts';
+import { freePort } from '../services/shared/free-port.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -57,13 +56,6 @@ afterAll(async () => {
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server, 0, '127.0.0.1');
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describe('kv one-off commands against a real store', () => {
   it('ping prints PONG', async () => {
@@ -197,10 +189,10 @@ describe('kv one-off commands against a real store', () => {
   });
 
   it('a refused connection exits 2', async () => {
-    const r = await kv(['ping'], { env: { KV_STORE: `127.0.0.1:${await closedPort()}` } });
+    const r = await kv(['ping'], { env: { KV_STORE: `127.0.0.1:${await freePort()}` } });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/ECONNREFUSED/);
-    const j = await kv(['ping', '--json'], { env: { KV_STORE: `127.0.0.1:${await closedPort()}` } });
+    const j = await kv(['ping', '--json'], { env: { KV_STORE: `127.0.0.1:${await freePort()}` } });
     expect(JSON.parse(j.out)).toMatchObject({ ok: false, kind: 'unavailable' });
   });
 
@@ -214,7 +206,7 @@ describe('kv one-off commands against a real store', () => {
   });
 
   it('--host and --port override KV_STORE; a malformed KV_STORE is an error', async () => {
-    const r = await kv(['--host', '127.0.0.1', '--port', String(store.port), 'ping'], { env: { KV_STORE: `127.0.0.1:${await closedPort()}` } });
+    const r = await kv(['--host', '127.0.0.1', '--port', String(store.port), 'ping'], { env: { KV_STORE: `127.0.0.1:${await freePort()}` } });
     expect(r).toMatchObject({ code: 0, out: 'PONG\n' });
     const bad = await kv(['ping'], { env: { KV_STORE: 'no-port' } });
     expect(bad.code).toBe(2);

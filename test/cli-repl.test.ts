@@ -1,13 +1,12 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { loadStoreConfig } from '../services/shared/config.ts';
-import { listen } from '../services/shared/listen.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { startFakeStore } from './helpers/fake-store.ts';
+import { freePort } from '../services/shared/free-port.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const cleanups: (() => unknown)[] = [];
@@ -175,9 +174,7 @@ describe('kv interactive client with piped stdin', () => {
   });
 
   it('transport failures are printed as (error) lines and make the exit status 2', async () => {
-    const server = createServer();
-    const port = await listen(server, 0, '127.0.0.1');
-    await new Promise((r) => server.close(r));
+    const port = await freePort();
     const r = await runScript(port, 'PING\nPING\n');
     expect(r.code).toBe(2);
     expect(r.lines).toHaveLength(2);

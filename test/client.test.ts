@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   StoreConnection,
@@ -8,8 +7,9 @@ import {
   StoreTimeoutError,
   StoreUnavailableError,
 } from '../services/client/index.ts';
-import { listen } from '../services/shared/listen.ts';
 import { startFakeStore, type FakeAction, type FakeStore } from './helpers/fake-store.ts';
+import { freePort } from '../services/shared/free-port.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -29,13 +29,6 @@ function connection(port: number, options: Partial<ConstructorParameters<typeof 
 }
 
 /** A port nothing listens on: bound, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server, 0, '127.0.0.1');
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
 const scripted: Record<string, string> = {
   'GET hello': 'VALUE d29ybGQ=',
   'GET empty': 'VALUE ',
@@ -121,7 +114,7 @@ describe('StoreConnection pipelining and failures', () => {
   });
 
   it('fails with StoreUnavailableError when nothing listens, at once on later calls', async () => {
-    const conn = connection(await closedPort());
+    const conn = connection(await freePort());
     await expect(conn.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
     // now disconnected and backing off: the next command must not wait for a socket
     await expect(conn.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -139,7 +132,7 @@ describe('StoreConnection pipelining and failures', () => {
     }
     silent = false;
     // reconnects by itself; retry until the background reconnect has happened
-    await retryUntil(() => conn.ping());
+    await waitUntil('the background reconnect', () => conn.ping().then(() => true), { everyMs: 10 });
     expect(conn.state).toBe('connected');
   });
 
@@ -158,7 +151,7 @@ describe('StoreConnection pipelining and failures', () => {
     await store.close();
     await expect(conn.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
     store = await fake(() => 'PONG', port);
-    await retryUntil(() => conn.ping());
+    await waitUntil('the background reconnect', () => conn.ping().then(() => true), { everyMs: 10 });
     expect(conn.state).toBe('connected');
   });
 
@@ -208,17 +201,3 @@ describe('StorePool', () => {
     expect(seen).toEqual([['GET', 'ok'], ['GET', 'not_found'], ['GET', 'error']]);
   });
 });
-
-async function retryUntil(fn: () => Promise<unknown>, attempts = 200): Promise<void> {
-  for (let i = 0; ; i++) {
-    try {
-      await fn();
-      return;
-    } catch (err) {
-      if (i >= attempts) throw err;
-      // Wait for the connection to change state rather than for a fixed time.
-      await new Promise((r) => setImmediate(r));
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { listen } from '../../services/shared/listen.ts';
+
+export { freePort } from '../../services/shared/free-port.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -13,14 +13,6 @@ export interface ServiceProcess {
   /** Sends a signal and resolves with the exit code (null when killed by a signal). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   readonly exited: Promise<number | null>;
-}
-
-/** A port that was free a moment ago (for services that must come back on the same port). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server, 0, '127.0.0.1');
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 /**
