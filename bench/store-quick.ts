@@ -101,6 +101,9 @@ class BareMapEngine {
     this.map.set(key, v);
     return 'ok';
   }
+  setBytes(key: string, buf: Buffer, start: number, end: number): 'ok' {
+    return this.set(key, buf.toString('base64', start, end));
+  }
   delete(key: string): boolean {
     return this.map.delete(key);
   }

@@ -76,6 +76,19 @@ describe.each(['latin1', 'base64'] as const)('usage accounting, %s storage', (va
     });
   });
 
+  it('setBytes stores bytes taken from inside a larger buffer exactly as set does with their base64', () => {
+    const { engine } = engineWith({ valueStorage });
+    const raw = Buffer.from([0x53, 0x45, 0x54, 0x20, 0x00, 0xff, 0x20, 0x0d, 0xe2, 0x82, 0xac, 0x0a]);
+    expect(engine.setBytes('a', raw, 4, 11)).toBe('ok');
+    expect(engine.set('b', b64(raw.subarray(4, 11)))).toBe('ok');
+    expect(engine.get('a')).toBe(b64(raw.subarray(4, 11)));
+    expect(engine.get('a')).toBe(engine.get('b'));
+    expect(engine.setBytes('empty', raw, 3, 3, 10)).toBe('ok');
+    expect(engine.get('empty')).toBe('');
+    expect(engine.ttl('empty')).toBe(10);
+    expect(engine.usageBytes).toBe(entryBytes('a', raw.subarray(4, 11)) * 2 + 'empty'.length);
+  });
+
   it('stays exact through set, overwrite, delete, expire and evict', () => {
     const { engine, clock } = engineWith({ maxMemoryBytes: 40, valueStorage });
     const live = new Map<string, number>();

@@ -183,7 +183,20 @@ export class KvEngine {
     }
     if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
     // Decode first: a malformed value throws here, before anything has changed.
-    const value = this.#latin1 ? atob(valueBase64) : valueBase64;
+    return this.#store(key, this.#latin1 ? atob(valueBase64) : valueBase64, ttlSeconds);
+  }
+
+  /**
+   * `set` for the value bytes buf[start, end) as they came off the socket: converted once,
+   * straight to the stored form (a fresh string, so the socket chunk is not pinned).
+   */
+  setBytes(key: string, buf: Buffer, start: number, end: number, ttlSeconds?: number): SetOutcome {
+    if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
+    return this.#store(key, buf.toString(this.#latin1 ? 'latin1' : 'base64', start, end), ttlSeconds);
+  }
+
+  /** `value` is in the stored form (latin1 bytes or base64, per valueStorage). */
+  #store(key: string, value: string, ttlSeconds: number | undefined): SetOutcome {
     const kBytes = keyBytes(key);
     const size = kBytes + (this.#latin1 ? value.length : base64Bytes(value));
     const max = this.maxMemoryBytes;

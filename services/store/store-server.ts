@@ -41,12 +41,11 @@ const LINGER_MS = 5000;
 // Marks an over-long line in the queue of lines that wait for 'drain'.
 const OVERFLOW = Buffer.alloc(0);
 
-// Buffer#utf8Slice and #base64Slice are what toString(encoding, start, end) calls after
-// looking up the encoding and checking its arguments; they run once or twice per command.
-type Sliceable = Buffer & { utf8Slice(start: number, end: number): string; base64Slice(start: number, end: number): string };
+// Buffer#utf8Slice is what toString('utf8', start, end) calls after looking up the
+// encoding and checking its arguments; it runs on every keyed command. (Values go to the
+// engine as bytes: it converts them once, to its stored form.)
+type Sliceable = Buffer & { utf8Slice(start: number, end: number): string };
 const keyOf = (buf: Buffer, start: number, end: number): string => (buf as Sliceable).utf8Slice(start, end);
-/** A fresh string, so a stored value never pins a socket buffer. */
-const base64Of = (buf: Buffer, start: number, end: number): string => (buf as Sliceable).base64Slice(start, end);
 
 const OK_REPLY = 'OK\n';
 const NOT_FOUND_REPLY = 'NOT_FOUND\n';
@@ -158,9 +157,9 @@ class ClientConnection {
         }
         case SET:
         case SETEX: {
-          const value = base64Of(buf, p.valueStart, p.valueEnd);
           const key = keyOf(buf, p.keyStart, p.keyEnd);
-          if ((command === SET ? engine.set(key, value) : engine.set(key, value, p.seconds)) === 'ok') {
+          const seconds = command === SET ? undefined : p.seconds;
+          if (engine.setBytes(key, buf, p.valueStart, p.valueEnd, seconds) === 'ok') {
             this.#out += OK_REPLY;
           } else {
             this.#out += OUT_OF_MEMORY_REPLY;
