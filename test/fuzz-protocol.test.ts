@@ -345,12 +345,18 @@ describe('parseCommand under random and mutated lines', () => {
         const name = COMMAND_NAMES[out.command]!;
         const parts: Buffer[] = [line.subarray(0, name.length)];
         if (['GET', 'DELETE', 'TTL', 'SET', 'SETEX', 'EXPIRE'].includes(name)) parts.push(line.subarray(out.keyStart, out.keyEnd));
-        if (name === 'SETEX' || name === 'EXPIRE') parts.push(Buffer.from(String(out.seconds)));
+        if (name === 'SETEX' || name === 'EXPIRE') {
+          // The token as sent (leading zeros are digits too), and it must mean out.seconds.
+          const token = line.subarray(out.keyEnd + 1, name === 'SETEX' ? out.valueStart - 1 : line.length);
+          expect(token.toString('latin1')).toMatch(/^\d+$/);
+          expect(Number(token.toString('latin1'))).toBe(out.seconds);
+          parts.push(token);
+        }
         if (name === 'SET' || name === 'SETEX') parts.push(line.subarray(out.valueStart, out.valueEnd));
         const rebuilt = Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from(' '), p])));
         expect(rebuilt.toString('hex')).toBe(line.toString('hex'));
       }),
-      { ...limits, numRuns: 2000 },
+      { ...limits, numRuns: 2000, examples: [[Buffer.from('EXPIRE k 007')], [Buffer.from('SETEX k 010 v a')]] },
     );
   });
 });
