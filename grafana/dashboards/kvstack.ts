@@ -9,6 +9,8 @@ const rate = (metric: string, extra = ''): string => `rate(${sel(metric, extra)}
 const quantile = (q: number, histogram: string, by: string): string =>
   `histogram_quantile(${q}, sum by (le, ${by}) (${rate(`${histogram}_bucket`)}))`;
 
+/** The p50 and p99 of a latency histogram, one series each per instance. */
+const p50p99 = (histogram: string) => [0.5, 0.99].map((q) => query(quantile(q, histogram, 'instance'), `p${q * 100} {{instance}}`));
 const steps = (values: readonly number[], colors: readonly Color[]): ThresholdStep[] => values.map((value, i) => ({ value, color: colors[i]! }));
 const T = ALERT_THRESHOLDS;
 
@@ -114,10 +116,7 @@ export default dashboard({
         description: 'Time the store takes from a parsed line to its reply (kvstore_command_duration_seconds), all commands.',
         unit: 's',
         width: 8,
-        queries: [
-          query(quantile(0.5, 'kvstore_command_duration_seconds', 'instance'), 'p50 {{instance}}'),
-          query(quantile(0.99, 'kvstore_command_duration_seconds', 'instance'), 'p99 {{instance}}'),
-        ],
+        queries: p50p99('kvstore_command_duration_seconds'),
       }),
       timeseries({
         title: 'Memory used of the cap',
@@ -239,10 +238,7 @@ export default dashboard({
         description: 'Time from request arrival to the end of the response (kvbackend_http_request_duration_seconds). The dashed line is the KvBackendLatencyP99High threshold.',
         unit: 's',
         width: 8,
-        queries: [
-          query(quantile(0.5, 'kvbackend_http_request_duration_seconds', 'instance'), 'p50 {{instance}}'),
-          query(quantile(0.99, 'kvbackend_http_request_duration_seconds', 'instance'), 'p99 {{instance}}'),
-        ],
+        queries: p50p99('kvbackend_http_request_duration_seconds'),
         thresholds: { steps: steps(T.KvBackendLatencyP99High, ['red']) },
       }),
       timeseries({
@@ -250,10 +246,7 @@ export default dashboard({
         description: 'Store commands as the backend sees them (kvbackend_store_command_duration_seconds): network and pool queueing on top of the store\'s own time.',
         unit: 's',
         width: 8,
-        queries: [
-          query(quantile(0.5, 'kvbackend_store_command_duration_seconds', 'instance'), 'p50 {{instance}}'),
-          query(quantile(0.99, 'kvbackend_store_command_duration_seconds', 'instance'), 'p99 {{instance}}'),
-        ],
+        queries: p50p99('kvbackend_store_command_duration_seconds'),
       }),
       timeseries({
         title: 'HTTP requests/s by method',
