@@ -1,10 +1,10 @@
 // Memory per key of the store engine: loads N keys (default 1,000,000) with values of
-// --value-bytes (default 100) the way the TCP server hands them over (a key decoded from a
-// socket-like buffer, the value as a fresh base64 string), forces garbage collection and
-// prints resident memory and heap per key.
+// --value-bytes (default 100) the way the TCP server hands them over (key and value as
+// offsets into a socket-like buffer), forces garbage collection and prints resident
+// memory and heap per key.
 //
 //   node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B]
-//        [--storage latin1|base64] [--variant engine|map-of-buffers] [--churn] [--json]
+//        [--variant engine|map-of-buffers] [--churn] [--json]
 //
 // (Without --expose-gc it re-runs itself with it.) Memory is read after a memory-reducing
 // collection, which is what V8's memory reducer does to an idle server; the RSS after an
@@ -27,7 +27,6 @@ const { values: args } = parseArgs({
   options: {
     keys: { type: 'string', default: '1000000' },
     'value-bytes': { type: 'string', default: '100' },
-    storage: { type: 'string' },
     variant: { type: 'string', default: 'engine' },
     churn: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
@@ -36,7 +35,7 @@ const { values: args } = parseArgs({
 });
 
 if (args.help) {
-  console.log('Usage: node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B] [--storage latin1|base64] [--variant engine|map-of-buffers] [--churn] [--json]');
+  console.log('Usage: node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B] [--variant engine|map-of-buffers] [--churn] [--json]');
   process.exit(0);
 }
 
@@ -58,13 +57,8 @@ function positiveInt(name: string, text: string): number {
 const keys = positiveInt('keys', args.keys);
 const valueBytes = positiveInt('value-bytes', args['value-bytes']);
 const variant = args.variant;
-const storage = args.storage;
 if (variant !== 'engine' && variant !== 'map-of-buffers') {
   console.error(`--variant must be engine or map-of-buffers, got ${JSON.stringify(variant)}`);
-  process.exit(2);
-}
-if (storage !== undefined && storage !== 'latin1' && storage !== 'base64') {
-  console.error(`--storage must be latin1 or base64, got ${JSON.stringify(storage)}`);
   process.exit(2);
 }
 if (args.churn && variant !== 'engine') {
@@ -87,18 +81,18 @@ function measure(): Measure {
   return { rssBytes: m.rss, rssPlainGcBytes: plain, heapUsedBytes: m.heapUsed, externalBytes: m.external };
 }
 
-// The server decodes keys from a socket buffer and hands values over as fresh base64
-// strings cut from one; do the same so no string is shared or a rope.
+// The server hands the engine a key and a value as offsets into the socket's buffer;
+// do the same: one reused line buffer, `key:<12 digits> <value bytes>`.
 const chunk = randomBytes(256 * 1024);
-const keyBuf = Buffer.alloc(32);
-const keyAt = (i: number): string => {
-  const n = keyBuf.write(`key:${String(i).padStart(12, '0')}`, 'latin1');
-  return keyBuf.toString('utf8', 0, n);
+const line = Buffer.alloc(17 + valueBytes);
+/** Writes key i and a value into `line`; the key is line[0, 16), the value line[17, end). */
+const lineAt = (key: number, value: number): Buffer => {
+  line.write(`key:${String(key).padStart(12, '0')} `, 'latin1');
+  const off = (value * 4099) % (chunk.length - valueBytes);
+  chunk.copy(line, 17, off, off + valueBytes);
+  return line;
 };
-const valueAt = (i: number): string => {
-  const off = (i * 4099) % (chunk.length - valueBytes);
-  return chunk.toString('base64', off, off + valueBytes);
-};
+const keyAt = (i: number): string => `key:${String(i).padStart(12, '0')}`;
 
 // RSS of a bare Node process (no TypeScript loader), after the same collection.
 const bare = spawnSync(
@@ -116,15 +110,15 @@ const engine =
     ? new KvEngine({
         maxMemoryBytes: args.churn ? keys * entryBytes : Number.MAX_SAFE_INTEGER,
         evictionPolicy: 'lru',
-        ...(storage === undefined ? {} : { valueStorage: storage }),
       })
     : undefined;
 const naive = variant === 'map-of-buffers' ? new Map<string, Buffer>() : undefined;
 
 let started = performance.now();
 for (let i = 0; i < keys; i++) {
-  if (engine !== undefined) engine.set(keyAt(i), valueAt(i));
-  else naive!.set(keyAt(i), Buffer.from(valueAt(i), 'base64'));
+  const buf = lineAt(i, i);
+  if (engine !== undefined) engine.setAt(buf, 0, 16, 17, buf.length);
+  else naive!.set(buf.toString('latin1', 0, 16), Buffer.from(buf.subarray(17)));
 }
 const loadSeconds = (performance.now() - started) / 1000;
 const loaded = measure();
@@ -135,17 +129,17 @@ let churn: { seconds: number; evictions: number; memory: Measure } | undefined;
 if (engine !== undefined && args.churn) {
   started = performance.now();
   for (let i = 0; i < keys; i++) {
-    engine.set(keyAt(keys + i), valueAt(i));
+    const buf = lineAt(keys + i, i);
+    engine.setAt(buf, 0, 16, 17, buf.length);
     engine.get(keyAt(keys + Math.floor(Math.random() * (i + 1))));
   }
   churn = { seconds: (performance.now() - started) / 1000, evictions: engine.evictions, memory: measure() };
 }
 
-const label = variant === 'engine' ? `engine, ${storage ?? 'default (latin1)'} values` : 'naive Map of Buffers';
+const label = variant === 'engine' ? 'engine' : 'naive Map of Buffers';
 const perKey = (bytes: number): number => Math.round((bytes / keys) * 10) / 10;
 const result = {
   variant,
-  storage: variant === 'engine' ? (storage ?? 'default') : null,
   keys,
   valueBytes,
   keyBytes: 16,
@@ -156,6 +150,7 @@ const result = {
   addedHeapPerKey: perKey(loaded.heapUsedBytes + loaded.externalBytes - baseline.heapUsedBytes - baseline.externalBytes),
   rssPerKeyWholeProcess: perKey(loaded.rssBytes),
   usagePerKey: engine === undefined ? null : perKey(engine.usageBytes),
+  recordBytesPerKey: engine === undefined ? null : perKey(engine.recordBytes),
   rssBytes: loaded.rssBytes,
   baselineRssBytes: baseline.rssBytes,
   bareNodeRssBytes: bareRssBytes,
@@ -182,7 +177,7 @@ if (args.json) {
       `(${result.addedRssPerKey} B/key added + bare node ${mb(bareRssBytes)} MB); ` +
       `whole process ${result.rssPerKeyWholeProcess} B/key (${mb(loaded.rssBytes)} MB, ${mb(baseline.rssBytes)} MB before loading); ` +
       `added before the memory-reducing GC ${result.addedRssPerKeyPlainGc} B/key; heap+external added ${result.addedHeapPerKey} B/key` +
-      (result.usagePerKey === null ? '' : `; USAGE ${result.usagePerKey} B/key`) +
+      (result.usagePerKey === null ? '' : `; USAGE ${result.usagePerKey} B/key, arena pages ${result.recordBytesPerKey} B/key`) +
       `; load ${result.loadSeconds} s`,
   );
   if (result.churn !== null) {

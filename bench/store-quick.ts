@@ -84,7 +84,7 @@ function buildChunks(count: number): Buffer[] {
 
 type Variant = 'shipped' | 'no metrics' | 'prom-client labelled' | 'bare Map engine';
 
-/** The engine's interface over a plain Map: no LRU order, no TTL, no accounting. */
+/** The engine's interface over a plain Map of strings: no LRU order, no TTL, no accounting. */
 class BareMapEngine {
   readonly map = new Map<string, string>();
   usageBytes = 0;
@@ -94,23 +94,23 @@ class BareMapEngine {
   expired = 0;
   hits = 0;
   misses = 0;
-  get(key: string): string | undefined {
-    return this.map.get(key);
-  }
   set(key: string, v: string): 'ok' {
     this.map.set(key, v);
     return 'ok';
   }
-  setBytes(key: string, buf: Buffer, start: number, end: number): 'ok' {
-    return this.set(key, buf.toString('base64', start, end));
+  getAt(buf: Buffer, ks: number, ke: number): string | undefined {
+    return this.map.get(buf.toString('utf8', ks, ke));
   }
-  delete(key: string): boolean {
-    return this.map.delete(key);
+  setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number): 'ok' {
+    return this.set(buf.toString('utf8', ks, ke), buf.toString('base64', vs, ve));
   }
-  expire(): boolean {
+  deleteAt(buf: Buffer, ks: number, ke: number): boolean {
+    return this.map.delete(buf.toString('utf8', ks, ke));
+  }
+  expireAt(): boolean {
     return false;
   }
-  ttl(): null {
+  ttlAt(): null {
     return null;
   }
   sweepExpired(): number {

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { KvEngine } from '../services/store/kv-engine.ts';
+import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
 
 type Op =
   | { op: 'set'; key: string; value: Uint8Array; ttl?: number }
@@ -165,10 +166,6 @@ function clock(start: number) {
   return c;
 }
 
-type Storage = 'latin1' | 'base64';
-const storages: Storage[] = ['latin1', 'base64'];
-const storageArb = fc.constantFrom(...storages);
-
 const b64 = (v: Uint8Array) => Buffer.from(v).toString('base64');
 
 /** A cheap assertion for the hot loop (expect() per step would dominate the run time); fast-check prints the ops. */
@@ -180,9 +177,9 @@ function same(actual: unknown, expected: unknown, what: () => string): void {
 }
 
 /** Runs `ops` against both and throws at the first disagreement. */
-function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction', valueStorage: Storage): void {
+function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction'): void {
   const c = clock(1_000_000);
-  const engine = new KvEngine({ maxMemoryBytes: cap, evictionPolicy: policy, now: c.now, valueStorage });
+  const engine = new KvEngine({ maxMemoryBytes: cap, evictionPolicy: policy, now: c.now });
   const model = new ReferenceCache(cap, policy, c.now);
   const view = new ClientView(c.now);
 
@@ -294,7 +291,7 @@ const ops = (maxValueBytes: number) => fc.array(opArb(maxValueBytes), { minLengt
 describe('KvEngine against a reference model', () => {
   it('agrees on every reply, USAGE and the STATS counters with memory to spare', () => {
     fc.assert(
-      fc.property(ops(24), storageArb, (list, storage) => runModel(list, 1 << 30, 'lru', storage)),
+      fc.property(ops(24), (list) => runModel(list, 1 << 30, 'lru')),
       { ...limits, numRuns: 300 },
     );
   });
@@ -303,7 +300,7 @@ describe('KvEngine against a reference model', () => {
     // 64 bytes holds a handful of entries, so most SETs evict; values up to 80 bytes are sometimes larger than the cap.
     for (const cap of [64, 300]) {
       fc.assert(
-        fc.property(ops(cap === 64 ? 80 : 60), storageArb, (list, storage) => runModel(list, cap, 'lru', storage)),
+        fc.property(ops(cap === 64 ? 80 : 60), (list) => runModel(list, cap, 'lru')),
         { ...limits, numRuns: 150 },
       );
     }
@@ -311,7 +308,7 @@ describe('KvEngine against a reference model', () => {
 
   it('noeviction under a small cap: refusals leave the state unchanged, nothing is ever evicted', () => {
     fc.assert(
-      fc.property(ops(40), storageArb, (list, storage) => runModel(list, 64, 'noeviction', storage)),
+      fc.property(ops(40), (list) => runModel(list, 64, 'noeviction')),
       { ...limits, numRuns: 250 },
     );
   });
@@ -327,16 +324,16 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
     );
     fc.assert(
-      fc.property(fc.array(longOp, { minLength: 200, maxLength: 1500, size: 'max' }), fc.constantFrom(2000, 1 << 30), storageArb, (list, cap, storage) =>
-        runModel(list, cap, 'lru', storage),
+      fc.property(fc.array(longOp, { minLength: 200, maxLength: 1500, size: 'max' }), fc.constantFrom(2000, 1 << 30), (list, cap) =>
+        runModel(list, cap, 'lru'),
       ),
       { ...limits, numRuns: 30 },
     );
   });
 
-  it('churn through thousands of distinct keys (removed keys pile up and are reclaimed) stays in step', () => {
-    // More distinct keys are removed than the engine keeps as tombstones, so the oldest are
-    // reclaimed and their slots reused while the model keeps checking every reply.
+  it('churn through thousands of distinct keys (slots and records freed and reused) stays in step', () => {
+    // Removed keys free their slots and records, which later keys reuse, while the model
+    // keeps checking every reply.
     const churn: fc.Arbitrary<Op> = fc.oneof(
       { weight: 4, arbitrary: fc.record({ op: fc.constant('set' as const), key: fc.integer({ min: 0, max: 3000 }).map((n) => `c${n}`), value: fc.uint8Array({ maxLength: 6 }), ttl: fc.option(fc.constant(1), { nil: undefined }) }) },
       { weight: 2, arbitrary: fc.record({ op: fc.constant('delete' as const), key: fc.integer({ min: 0, max: 3000 }).map((n) => `c${n}`) }) },
@@ -345,10 +342,32 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
     );
     fc.assert(
-      fc.property(fc.array(churn, { minLength: 4000, maxLength: 6000, size: 'max' }), fc.constantFrom(1500, 1 << 30), storageArb, (list, cap, storage) =>
-        runModel(list, cap, 'lru', storage),
+      fc.property(fc.array(churn, { minLength: 4000, maxLength: 6000, size: 'max' }), fc.constantFrom(1500, 1 << 30), (list, cap) =>
+        runModel(list, cap, 'lru'),
       ),
       { ...limits, numRuns: 4 },
+    );
+  });
+  it('values across size classes and large records (own pages) stay in step', () => {
+    // Overwrites move records between size classes and free chunks that the class's last
+    // chunk moves into; records over LARGE_RECORD_BYTES get pages of their own.
+    const length = fc.oneof(
+      fc.integer({ min: 0, max: 300 }),
+      fc.integer({ min: LARGE_RECORD_BYTES - 300, max: LARGE_RECORD_BYTES + 300 }),
+      fc.integer({ min: 0, max: 3 * LARGE_RECORD_BYTES }),
+    );
+    const value = fc.tuple(length, fc.integer({ min: 0, max: 255 })).map(([n, byte]) => new Uint8Array(n).fill(byte));
+    const key = fc.integer({ min: 0, max: 40 }).map((n) => `v${n}`);
+    const sizedOp: fc.Arbitrary<Op> = fc.oneof(
+      { weight: 6, arbitrary: fc.record({ op: fc.constant('set' as const), key, value, ttl: fc.option(secondsArb, { nil: undefined }) }) },
+      { weight: 3, arbitrary: fc.record({ op: fc.constant('get' as const), key }) },
+      { weight: 2, arbitrary: fc.record({ op: fc.constant('delete' as const), key }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: advanceArb }) },
+      { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
+    );
+    fc.assert(
+      fc.property(fc.array(sizedOp, { minLength: 50, maxLength: 300, size: 'max' }), fc.constantFrom(60_000, 1 << 30), (list, cap) => runModel(list, cap, 'lru')),
+      { ...limits, numRuns: 40 },
     );
   });
 });

@@ -1,111 +1,104 @@
 // Index of the keys that have a time to live, so the active expiry cycle finds due keys
 // without scanning the keyspace. Only keys with a TTL are in it: a plain key costs nothing.
 //
-// Entries are grouped in time buckets of BUCKET_MS; a min-heap orders the bucket ids. Each
-// entry knows its bucket array and its position in it, so removal (DELETE, overwrite, new
-// EXPIRE, eviction, lazy expiry) is an O(1) swap-remove and the index never holds stale
-// entries (which would pin old values in memory). A bucket is drained only once it has
-// fully elapsed, so every entry in it is due: a key leaves at most BUCKET_MS after it
-// expired, plus the sweep period.
+// Keys are the engine's slot numbers. They are grouped in time buckets of BUCKET_MS; a
+// min-heap orders the bucket ids. Each slot's position in its bucket array is kept in a
+// typed array, so removal (DELETE, overwrite, new EXPIRE, eviction, lazy expiry) is an
+// O(1) swap-remove and the index never holds stale entries. A bucket is drained only once
+// it has fully elapsed, so every slot in it is due: a key leaves at most BUCKET_MS after
+// it expired, plus the sweep period.
 
 /** Width of a time bucket in milliseconds. */
 export const BUCKET_MS = 250;
 
-/** The stored form of a key with a TTL (a key without TTL is stored as its bare value). */
-export class TtlEntry {
-  /** The engine's slot for the key. */
-  slot: number;
-  /** The value as the engine stores it. */
-  value: string;
-  /** Absolute expiry time on the engine's clock, in milliseconds. */
-  expiresAt: number;
-  /** The bucket array holding this entry, and its index there (null when not indexed). */
-  bucket: TtlEntry[] | null = null;
-  pos = 0;
-
-  constructor(slot: number, value: string, expiresAt: number) {
-    this.slot = slot;
-    this.value = value;
-    this.expiresAt = expiresAt;
-  }
-}
+/** takeDue: nothing is due. */
+export const NOTHING_DUE = -1;
+/** takeDue: the step only dropped the id of a bucket that had emptied early; call again. */
+export const DROPPED_EMPTY_BUCKET = -2;
 
 const bucketId = (expiresAt: number): number => Math.floor(expiresAt / BUCKET_MS);
 
 export class ExpiryIndex {
-  readonly #buckets = new Map<number, TtlEntry[]>();
+  readonly #buckets = new Map<number, number[]>();
   /** Min-heap of bucket ids. Ids of buckets that emptied early stay until popped or rebuilt. */
   #heap: number[] = [];
+  /** Slot → its index in its bucket array. */
+  #pos = new Int32Array(1024);
   #size = 0;
 
-  /** Number of indexed entries (= keys with a TTL). */
+  /** Number of indexed slots (= keys with a TTL). */
   get size(): number {
     return this.#size;
   }
 
-  add(entry: TtlEntry): void {
-    const id = bucketId(entry.expiresAt);
+  add(slot: number, expiresAt: number): void {
+    const id = bucketId(expiresAt);
     let bucket = this.#buckets.get(id);
     if (bucket === undefined) {
       this.#heapPush(id);
       bucket = [];
       this.#buckets.set(id, bucket);
     }
-    entry.bucket = bucket;
-    entry.pos = bucket.length;
-    bucket.push(entry);
+    if (slot >= this.#pos.length) {
+      const grown = new Int32Array(Math.max(slot + 1, this.#pos.length * 2));
+      grown.set(this.#pos);
+      this.#pos = grown;
+    }
+    this.#pos[slot] = bucket.length;
+    bucket.push(slot);
     this.#size++;
   }
 
-  remove(entry: TtlEntry): void {
-    const bucket = entry.bucket;
-    if (bucket === null) return;
+  /** Removes `slot`, indexed under `expiresAt`. */
+  remove(slot: number, expiresAt: number): void {
+    const id = bucketId(expiresAt);
+    const bucket = this.#buckets.get(id)!;
     const last = bucket.pop()!;
-    if (last !== entry) {
-      bucket[entry.pos] = last;
-      last.pos = entry.pos;
+    if (last !== slot) {
+      const at = this.#pos[slot]!;
+      bucket[at] = last;
+      this.#pos[last] = at;
     }
-    entry.bucket = null;
     this.#size--;
     // An empty bucket is dropped now; its id in the heap is skipped when popped.
-    if (bucket.length === 0) this.#buckets.delete(bucketId(entry.expiresAt));
+    if (bucket.length === 0) this.#buckets.delete(id);
   }
 
   /**
-   * One step of the expiry cycle at `now`: removes and returns an entry from the earliest
-   * bucket that has fully elapsed (so the entry is expired); null when the step only
-   * dropped the id of a bucket that had emptied early (call again); undefined when nothing
+   * One step of the expiry cycle at `now`: removes and returns a slot from the earliest
+   * bucket that has fully elapsed (so its key is expired); DROPPED_EMPTY_BUCKET when the
+   * step only dropped the id of a bucket that had emptied early; NOTHING_DUE when nothing
    * is due. O(log buckets) per step; each bucket id is pushed and popped once.
    */
-  takeDue(now: number): TtlEntry | null | undefined {
+  takeDue(now: number): number {
     const heap = this.#heap;
     // Bucket b has fully elapsed when (b + 1) * BUCKET_MS <= now.
-    if (heap.length === 0 || heap[0]! >= bucketId(now)) return undefined;
+    if (heap.length === 0 || heap[0]! >= bucketId(now)) return NOTHING_DUE;
     const id = heap[0]!;
     const bucket = this.#buckets.get(id);
     if (bucket === undefined) {
       this.#heapPop();
-      return null;
+      return DROPPED_EMPTY_BUCKET;
     }
-    const entry = bucket.pop()!;
-    entry.bucket = null;
+    const slot = bucket.pop()!;
     this.#size--;
     if (bucket.length === 0) {
       this.#buckets.delete(id);
       this.#heapPop();
     }
-    return entry;
+    return slot;
   }
 
-  /** Checks the index structure against the engine's view; throws on the first violation. */
-  verify(expectedSize: number): void {
+  /** Checks the index against the engine's view (`expiresAtOf(slot)`, 0 = no TTL); throws on the first violation. */
+  verify(expectedSize: number, expiresAtOf: (slot: number) => number): void {
     let counted = 0;
     for (const [id, bucket] of this.#buckets) {
       if (bucket.length === 0) throw new Error(`expiry index: empty bucket ${id} kept`);
       for (let i = 0; i < bucket.length; i++) {
-        const entry = bucket[i]!;
-        if (entry.bucket !== bucket || entry.pos !== i || bucketId(entry.expiresAt) !== id) {
-          throw new Error(`expiry index: entry for slot ${entry.slot} misplaced`);
+        const slot = bucket[i]!;
+        const expiresAt = expiresAtOf(slot);
+        if (this.#pos[slot] !== i || expiresAt === 0 || bucketId(expiresAt) !== id) {
+          throw new Error(`expiry index: slot ${slot} misplaced`);
         }
       }
       counted += bucket.length;

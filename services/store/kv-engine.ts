@@ -1,21 +1,23 @@
-import { ExpiryIndex, TtlEntry } from './expiry-index.ts';
+import { randomInt } from 'node:crypto';
+import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
+import { RecordArena } from './record-arena.ts';
 
-// The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command.
+// The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
+// and nothing per key on the JavaScript heap.
 //
-// Layout. A Map gives each key a slot number; per-slot arrays hold the key, the value and
-// the links of a doubly linked LRU list (prev/next in one Int32Array). A key with a TTL
-// stores a TtlEntry (value + expiry) in place of the bare value, so a plain key carries no
-// TTL bookkeeping. Key bytes are the key's UTF-8 length and value bytes come from the
-// stored string's length, so no size is stored.
+// Layout. Each entry has a slot number; per-slot typed arrays hold its key hash, its
+// bucket-chain link, its LRU links, its key and value lengths, where its record is in the
+// arena (size class and chunk), and its expiry time. The record (key bytes then value
+// bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
+// through the per-slot `chain` array, a power-of-two number of buckets, doubled when
+// there are more keys than buckets) finds a key from its bytes: commands look keys up
+// straight from the socket's buffer, with no string made for the key, and a GET encodes
+// the value's bytes to base64 from the page. Why not a Map of strings: that costs ~320
+// bytes of RSS per 100-byte entry (strings, Map entries and the heap slack the collector
+// keeps), this ~170 (bench/engine-memory.ts).
 //
-// Why not the Map's insertion order as the LRU list (delete + re-set on every access)?
-// V8's Map leaves a deleted entry in its bucket chain until the table is rehashed, and a
-// re-inserted key walks that chain: a key read over and over makes its own chain longer
-// with every read, so one hot key costs O(keys) per GET (measured ~50 µs per GET at 1M keys,
-// growing until the next rehash). Linked slots make an access touch no Map entry at all.
-// For the same reason a removed key stays in the Map as a tombstone for a while (its slot
-// is reused if the key comes back, so SET/DELETE of one key in a loop grows no chain);
-// the oldest tombstones are dropped once they pass a sixteenth of the live keys.
+// The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
+// keys that collide in one process do not collide in the next.
 //
 // Decided: GET and SET (including overwrites) count as access for LRU; EXPIRE and TTL do
 // not (they read or change metadata, as Redis's TTL does), nor do DELETE and the sweep.
@@ -27,14 +29,6 @@ export interface KvEngineOptions {
   evictionPolicy: 'lru' | 'noeviction';
   /** Milliseconds, monotonic; default performance.now(). */
   now?: () => number;
-  /**
-   * How values are held. 'latin1' (default) keeps the value bytes one per character and
-   * re-encodes on GET (btoa: ~0.1 µs for 100 bytes, ~2 ms for 1 MB); 'base64' keeps the
-   * string SET handed in, so GET returns it as is, for 4/3 of the bytes. Measured with
-   * bench/engine-memory.ts, 1M keys of 100 bytes: ~265 B/key resident with 'latin1',
-   * ~299 with 'base64'; the target is ~270.
-   */
-  valueStorage?: 'latin1' | 'base64';
 }
 
 export type SetOutcome = 'ok' | 'out_of_memory';
@@ -45,31 +39,18 @@ export const DEFAULT_SWEEP_MS = 2;
 export const SWEEP_ENTRIES_PER_MS = 10_000;
 /** Largest TTL accepted, in seconds (SPEC: 1 to 10^9; the server validates the syntax). */
 export const MAX_TTL_SECONDS = 1e9;
-/** Tombstones kept before the oldest are dropped: this many, or a sixteenth of the live keys. */
-export const MIN_TOMBSTONES = 1024;
+/** Longest key in bytes (SPEC §1); key lengths are held in a byte per slot. */
+export const MAX_KEY_BYTES = 250;
 
-const tombstoneLimit = (live: number): number => Math.max(MIN_TOMBSTONES, live >> 4);
-
-const DEFAULT_VALUE_STORAGE = 'latin1';
-
-// Slots 0 and 1 are the sentinels of the LRU list and of the tombstone list.
+// Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
-const DEAD = 1;
-const NONE = -1;
-
-type Stored = string | TtlEntry;
+const INITIAL_SLOTS = 1024;
 
 const defaultNow = (): number => performance.now();
 
-/** Bytes encoded by a padded standard base64 string, from its length and padding. */
-function base64Bytes(b64: string): number {
-  const n = b64.length;
-  if (n === 0) return 0;
-  const pad = (b64.charCodeAt(n - 1) === 61 ? 1 : 0) + (b64.charCodeAt(n - 2) === 61 ? 1 : 0);
-  return (n >>> 2) * 3 - pad;
-}
-
-const keyBytes = (key: string): number => Buffer.byteLength(key, 'utf8');
+// Buffer#base64Slice is what toString('base64', start, end) calls after checking its
+// arguments; it runs on every GET hit.
+type Base64Sliceable = Buffer & { base64Slice(start: number, end: number): string };
 
 function checkSeconds(seconds: number): void {
   if (!(seconds > 0 && seconds <= MAX_TTL_SECONDS)) {
@@ -77,24 +58,48 @@ function checkSeconds(seconds: number): void {
   }
 }
 
+function checkKey(key: Buffer): void {
+  if (key.length < 1 || key.length > MAX_KEY_BYTES) {
+    throw new RangeError(`key must be 1 to ${MAX_KEY_BYTES} bytes, got ${key.length}`);
+  }
+}
+
+const grownInt32 = (a: Int32Array, n: number): Int32Array<ArrayBuffer> => {
+  const b = new Int32Array(n);
+  b.set(a);
+  return b;
+};
+
 export class KvEngine {
   readonly maxMemoryBytes: number;
   readonly #noeviction: boolean;
-  readonly #latin1: boolean;
   readonly #now: () => number;
-
-  readonly #index = new Map<string, number>();
-  /** Slot → key ('' for sentinels and free slots). */
-  readonly #keys: string[] = ['', ''];
-  /** Slot → stored value; null for sentinels, tombstones and free slots. */
-  readonly #vals: (Stored | null)[] = [null, null];
-  /** prev of slot s at 2s, next at 2s + 1; the free list is chained through next. */
-  #links = new Int32Array(2048);
-  #freeHead = NONE;
+  readonly #seed = randomInt(2 ** 32) | 0;
+  readonly #arena = new RecordArena();
   readonly #expiry = new ExpiryIndex();
 
+  // Per slot.
+  #hash = new Int32Array(INITIAL_SLOTS);
+  /** Next slot in the same hash bucket (or in the free list); 0 ends it. */
+  #chain = new Int32Array(INITIAL_SLOTS);
+  #prev = new Int32Array(INITIAL_SLOTS);
+  #next = new Int32Array(INITIAL_SLOTS);
+  /** Key length in bytes; 0 marks a free slot. */
+  #klen = new Uint8Array(INITIAL_SLOTS);
+  #vlen = new Int32Array(INITIAL_SLOTS);
+  #cls = new Uint8Array(INITIAL_SLOTS);
+  #chunk = new Int32Array(INITIAL_SLOTS);
+  /** Absolute expiry on the engine's clock in ms; 0 = no TTL. */
+  #expiresAt = new Float64Array(INITIAL_SLOTS);
+  /** Slots ever used: 1..#top-1 (slot 0 is the sentinel). */
+  #top = 1;
+  #freeHead = 0;
+
+  /** Bucket → first slot of its chain (0 = empty). */
+  #buckets = new Int32Array(INITIAL_SLOTS);
+  #bucketMask = INITIAL_SLOTS - 1;
+
   #live = 0;
-  #dead = 0;
   #usage = 0;
   #evictions = 0;
   #expired = 0;
@@ -102,26 +107,19 @@ export class KvEngine {
   #misses = 0;
 
   constructor(options: KvEngineOptions) {
-    const { maxMemoryBytes, evictionPolicy, valueStorage = DEFAULT_VALUE_STORAGE } = options;
+    const { maxMemoryBytes, evictionPolicy } = options;
     if (!Number.isSafeInteger(maxMemoryBytes) || maxMemoryBytes < 0) {
       throw new RangeError(`maxMemoryBytes must be a non-negative integer, got ${maxMemoryBytes}`);
     }
     if (evictionPolicy !== 'lru' && evictionPolicy !== 'noeviction') {
       throw new RangeError(`evictionPolicy must be 'lru' or 'noeviction', got ${String(evictionPolicy)}`);
     }
-    if (valueStorage !== 'latin1' && valueStorage !== 'base64') {
-      throw new RangeError(`valueStorage must be 'latin1' or 'base64', got ${String(valueStorage)}`);
-    }
     this.maxMemoryBytes = maxMemoryBytes;
     this.#noeviction = evictionPolicy === 'noeviction';
-    this.#latin1 = valueStorage === 'latin1';
     this.#now = options.now ?? defaultNow;
-    const links = this.#links;
-    links[2 * LRU] = links[2 * LRU + 1] = LRU;
-    links[2 * DEAD] = links[2 * DEAD + 1] = DEAD;
   }
 
-  /** Sum of key UTF-8 bytes and value bytes over all keys (expired ones count until removed). */
+  /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
   get usageBytes(): number {
     return this.#usage;
   }
@@ -132,6 +130,10 @@ export class KvEngine {
   /** Keys that have a TTL. */
   get keysWithTtl(): number {
     return this.#expiry.size;
+  }
+  /** Bytes of the arena pages holding the records (USAGE plus size-class rounding and partial pages). */
+  get recordBytes(): number {
+    return this.#arena.pageBytes;
   }
   get evictions(): number {
     return this.#evictions;
@@ -146,148 +148,174 @@ export class KvEngine {
     return this.#misses;
   }
 
-  /** The stored value as standard base64, or undefined. Counts a hit or miss; touches LRU. */
-  get(key: string): string | undefined {
-    const slot = this.#index.get(key);
-    const stored = slot === undefined ? null : this.#vals[slot]!;
-    if (stored === null) {
+  // ------------------------------------------------------------ commands on key bytes
+  // The key is buf[ks, ke): 1 to MAX_KEY_BYTES bytes (the protocol parser checks the rules).
+
+  /** The value of the key as standard base64, or undefined. Counts a hit or miss; touches LRU. */
+  getAt(buf: Buffer, ks: number, ke: number): string | undefined {
+    const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
+    if (slot === 0 || this.#expiredNow(slot)) {
       this.#misses++;
       return undefined;
     }
-    let value: string;
-    if (typeof stored === 'string') {
-      value = stored;
-    } else {
-      if (stored.expiresAt <= this.#now()) {
-        this.#remove(slot!, true);
-        this.#misses++;
-        return undefined;
-      }
-      value = stored.value;
-    }
-    this.#touch(slot!);
+    this.#touch(slot);
     this.#hits++;
-    return this.#latin1 ? btoa(value) : value;
+    const c = this.#arena.classes[this.#cls[slot]!]!;
+    const i = this.#chunk[slot]!;
+    const start = (i & c.mask) * c.size + ke - ks;
+    return (c.pages[i >>> c.shift] as Base64Sliceable).base64Slice(start, start + this.#vlen[slot]!);
   }
 
   /**
-   * Stores `valueBase64` (padded standard base64, as Buffer#toString('base64') makes it).
+   * Stores the key with the value bytes buf[vs, ve) (copied: the buffer is not kept).
    * Without ttlSeconds any TTL the key had is cleared. 'out_of_memory' when the entry alone
    * is larger than the cap, or, under noeviction, when it would take usage over the cap;
-   * then nothing has changed. Throws (changing nothing) on a length that is not a multiple
-   * of 4, and with latin1 storage on characters outside the base64 alphabet.
+   * then nothing has changed.
    */
-  set(key: string, valueBase64: string, ttlSeconds?: number): SetOutcome {
-    if ((valueBase64.length & 3) !== 0) {
-      throw new TypeError('value must be padded standard base64 (length a multiple of 4)');
-    }
+  setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlSeconds?: number): SetOutcome {
     if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
-    // Decode first: a malformed value throws here, before anything has changed.
-    return this.#store(key, this.#latin1 ? atob(valueBase64) : valueBase64, ttlSeconds);
-  }
-
-  /**
-   * `set` for the value bytes buf[start, end) as they came off the socket: converted once,
-   * straight to the stored form (a fresh string, so the socket chunk is not pinned).
-   */
-  setBytes(key: string, buf: Buffer, start: number, end: number, ttlSeconds?: number): SetOutcome {
-    if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
-    return this.#store(key, buf.toString(this.#latin1 ? 'latin1' : 'base64', start, end), ttlSeconds);
-  }
-
-  /** `value` is in the stored form (latin1 bytes or base64, per valueStorage). */
-  #store(key: string, value: string, ttlSeconds: number | undefined): SetOutcome {
-    const kBytes = keyBytes(key);
-    const size = kBytes + (this.#latin1 ? value.length : base64Bytes(value));
+    const klen = ke - ks;
+    const vlen = ve - vs;
+    const size = klen + vlen;
     const max = this.maxMemoryBytes;
     if (size > max) return 'out_of_memory';
-    let slot = this.#index.get(key);
-    const old = slot === undefined ? null : this.#vals[slot]!;
-    const oldSize = old === null ? 0 : kBytes + this.#valueBytes(old);
-    if (this.#noeviction && this.#usage - oldSize + size > max) return 'out_of_memory';
-
-    let now: number | undefined;
-    if (old !== null) {
-      // Replace in place: out of the LRU list (so it cannot be its own victim) and the index.
-      if (typeof old !== 'string') {
+    const h = this.#hashOf(buf, ks, ke);
+    let slot = this.#find(buf, ks, ke, h);
+    const arena = this.#arena;
+    const cls = arena.classOf(size);
+    let now = 0;
+    let fresh = true; // the record needs a new chunk (and its key bytes)
+    if (slot !== 0) {
+      const oldSize = klen + this.#vlen[slot]!;
+      if (this.#noeviction && this.#usage - oldSize + size > max) return 'out_of_memory';
+      const oldExpiry = this.#expiresAt[slot]!;
+      if (oldExpiry !== 0) {
         now = this.#now();
-        if (old.expiresAt <= now) this.#expired++;
-        this.#expiry.remove(old);
+        if (oldExpiry <= now) this.#expired++;
+        this.#expiry.remove(slot, oldExpiry);
+        this.#expiresAt[slot] = 0;
       }
-      this.#unlink(slot!);
+      // Out of the LRU list while making room, so it cannot be its own victim.
+      this.#unlink(slot);
       this.#usage -= oldSize;
-    } else if (slot !== undefined) {
-      this.#unlink(slot); // a tombstone comes back to life in its old slot
-      this.#dead--;
-      this.#live++;
-    }
-    while (this.#usage + size > max) this.#evictOne();
-    if (slot === undefined) {
-      slot = this.#allocate(key);
-      this.#index.set(key, slot);
-      this.#live++;
-    }
-
-    if (ttlSeconds === undefined) {
-      this.#vals[slot] = value;
+      while (this.#usage + size > max) this.#evictOne();
+      if (cls === this.#cls[slot]! && cls !== arena.large) {
+        fresh = false; // same size class: the value is overwritten in place
+      } else {
+        this.#freeChunk(slot);
+      }
     } else {
-      now ??= this.#now();
-      const entry = new TtlEntry(slot, value, now + ttlSeconds * 1000);
-      this.#expiry.add(entry);
-      this.#vals[slot] = entry;
+      if (this.#noeviction && this.#usage + size > max) return 'out_of_memory';
+      while (this.#usage + size > max) this.#evictOne();
+      slot = this.#newSlot(h);
     }
-    this.#linkBefore(slot, LRU);
+    if (fresh) {
+      this.#cls[slot] = cls;
+      this.#chunk[slot] = arena.alloc(cls, slot, size);
+    }
+    const c = arena.classes[cls]!;
+    const i = this.#chunk[slot]!;
+    const page = c.pages[i >>> c.shift]!;
+    const at = (i & c.mask) * c.size;
+    if (fresh) copyBytes(buf, ks, ke, page, at);
+    copyBytes(buf, vs, ve, page, at + klen);
+    this.#klen[slot] = klen;
+    this.#vlen[slot] = vlen;
+    if (ttlSeconds !== undefined) {
+      if (now === 0) now = this.#now();
+      const expiresAt = now + ttlSeconds * 1000;
+      this.#expiresAt[slot] = expiresAt;
+      this.#expiry.add(slot, expiresAt);
+    }
+    this.#linkLast(slot);
     this.#usage += size;
     return 'ok';
   }
 
   /** Removes the key; false when it was absent (or already expired). */
-  delete(key: string): boolean {
-    const slot = this.#index.get(key);
-    const stored = slot === undefined ? null : this.#vals[slot]!;
-    if (stored === null) return false;
-    const expired = typeof stored !== 'string' && stored.expiresAt <= this.#now();
-    this.#remove(slot!, expired);
-    return !expired;
+  deleteAt(buf: Buffer, ks: number, ke: number): boolean {
+    const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
+    if (slot === 0 || this.#expiredNow(slot)) return false;
+    this.#remove(slot, false);
+    return true;
   }
 
   /** Sets the key's TTL to `seconds` from now; false when absent. Does not touch LRU. */
-  expire(key: string, seconds: number): boolean {
+  expireAt(buf: Buffer, ks: number, ke: number, seconds: number): boolean {
     checkSeconds(seconds);
-    const slot = this.#index.get(key);
-    const stored = slot === undefined ? null : this.#vals[slot]!;
-    if (stored === null) return false;
+    const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
+    if (slot === 0) return false;
     const now = this.#now();
-    if (typeof stored === 'string') {
-      const entry = new TtlEntry(slot!, stored, now + seconds * 1000);
-      this.#expiry.add(entry);
-      this.#vals[slot!] = entry;
-      return true;
+    const old = this.#expiresAt[slot]!;
+    if (old !== 0) {
+      if (old <= now) {
+        this.#remove(slot, true);
+        return false;
+      }
+      this.#expiry.remove(slot, old);
     }
-    if (stored.expiresAt <= now) {
-      this.#remove(slot!, true);
-      return false;
-    }
-    this.#expiry.remove(stored);
-    stored.expiresAt = now + seconds * 1000;
-    this.#expiry.add(stored);
+    const expiresAt = now + seconds * 1000;
+    this.#expiresAt[slot] = expiresAt;
+    this.#expiry.add(slot, expiresAt);
     return true;
   }
 
   /** null = not found, -1 = no expiry, else the remaining whole seconds rounded up. Does not touch LRU. */
-  ttl(key: string): number | null {
-    const slot = this.#index.get(key);
-    const stored = slot === undefined ? null : this.#vals[slot]!;
-    if (stored === null) return null;
-    if (typeof stored === 'string') return -1;
-    const remainingMs = stored.expiresAt - this.#now();
+  ttlAt(buf: Buffer, ks: number, ke: number): number | null {
+    const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
+    if (slot === 0) return null;
+    const expiresAt = this.#expiresAt[slot]!;
+    if (expiresAt === 0) return -1;
+    const remainingMs = expiresAt - this.#now();
     if (remainingMs <= 0) {
-      this.#remove(slot!, true);
+      this.#remove(slot, true);
       return null;
     }
     // Rounded to the microsecond first, so float noise in clock readings cannot turn a
     // full second into two.
     return Math.max(1, Math.ceil(Math.round(remainingMs * 1000) / 1e6));
+  }
+
+  // ------------------------------------------------------------ the same, on strings
+  // For tests, tools and embedding: keys as strings (UTF-8), values as standard base64.
+
+  get(key: string): string | undefined {
+    const k = keyBytes(key);
+    return this.getAt(k, 0, k.length);
+  }
+
+  /**
+   * Stores `valueBase64` (padded standard base64). Throws (changing nothing) on a length
+   * that is not a multiple of 4 or characters outside the base64 alphabet.
+   */
+  set(key: string, valueBase64: string, ttlSeconds?: number): SetOutcome {
+    if ((valueBase64.length & 3) !== 0) {
+      throw new TypeError('value must be padded standard base64 (length a multiple of 4)');
+    }
+    const value = Buffer.from(atob(valueBase64), 'latin1'); // atob throws on a bad alphabet
+    return this.setBytes(key, value, 0, value.length, ttlSeconds);
+  }
+
+  /** `set` with the value bytes buf[start, end). */
+  setBytes(key: string, buf: Buffer, start: number, end: number, ttlSeconds?: number): SetOutcome {
+    const k = keyBytes(key);
+    const line = Buffer.concat([k, buf.subarray(start, end)]);
+    return this.setAt(line, 0, k.length, k.length, line.length, ttlSeconds);
+  }
+
+  delete(key: string): boolean {
+    const k = keyBytes(key);
+    return this.deleteAt(k, 0, k.length);
+  }
+
+  expire(key: string, seconds: number): boolean {
+    const k = keyBytes(key);
+    return this.expireAt(k, 0, k.length, seconds);
+  }
+
+  ttl(key: string): number | null {
+    const k = keyBytes(key);
+    return this.ttlAt(k, 0, k.length);
   }
 
   /**
@@ -301,10 +329,11 @@ export class KvEngine {
     const maxEntries = Math.max(1, Math.ceil(maxWorkMs * SWEEP_ENTRIES_PER_MS));
     let removed = 0;
     for (let steps = 1; steps <= maxEntries; steps++) {
-      const entry = this.#expiry.takeDue(start);
-      if (entry === undefined) break;
-      if (entry !== null) {
-        this.#remove(entry.slot, true);
+      const slot = this.#expiry.takeDue(start);
+      if (slot === NOTHING_DUE) break;
+      if (slot !== DROPPED_EMPTY_BUCKET) {
+        this.#expiresAt[slot] = 0; // already out of the index
+        this.#remove(slot, true);
         removed++;
       }
       if ((steps & 127) === 0 && this.#now() - start >= maxWorkMs) break;
@@ -314,131 +343,227 @@ export class KvEngine {
 
   /**
    * Recomputes everything from the structures and throws on the first disagreement (usage,
-   * counts, lists, index, cap). O(n): for tests and model checks, never on a hot path.
+   * counts, lists, hash chains, arena, cap). O(n): for tests and model checks, never on a hot path.
    */
   verifyInvariants(): void {
     const fail = (what: string): never => {
       throw new Error(`kv-engine invariant: ${what}`);
     };
-    const links = this.#links;
-    const walk = (sentinel: number, check: (slot: number) => void): number => {
-      let count = 0;
-      for (let s = links[2 * sentinel + 1]!; s !== sentinel; s = links[2 * s + 1]!) {
-        if (links[2 * links[2 * s + 1]!] !== s) fail(`broken links at slot ${s}`);
-        if (++count > this.#keys.length) fail('list does not end');
-        check(s);
-      }
-      return count;
-    };
+    const next = this.#next;
     let usage = 0;
     let withTtl = 0;
-    const live = walk(LRU, (s) => {
-      const key = this.#keys[s]!;
-      const stored = this.#vals[s];
-      if (stored === null || stored === undefined) return fail(`slot ${s} in the LRU list holds no value`);
-      if (this.#index.get(key) !== s) fail(`slot ${s} is not indexed under its key`);
-      usage += keyBytes(key) + this.#valueBytes(stored);
-      if (typeof stored !== 'string') {
-        withTtl++;
-        if (stored.slot !== s || stored.bucket === null) fail(`TTL entry of slot ${s} not indexed`);
-      }
-    });
-    const dead = walk(DEAD, (s) => {
-      if (this.#vals[s] !== null) fail(`tombstone slot ${s} holds a value`);
-      if (this.#index.get(this.#keys[s]!) !== s) fail(`tombstone slot ${s} is not indexed`);
-    });
-    let free = 0;
-    for (let s = this.#freeHead; s !== NONE; s = links[2 * s + 1]!) {
-      if (this.#vals[s] !== null || this.#keys[s] !== '') fail(`free slot ${s} is in use`);
-      if (++free > this.#keys.length) fail('free list does not end');
+    let live = 0;
+    for (let s = next[LRU]!; s !== LRU; s = next[s]!) {
+      if (this.#prev[next[s]!] !== s) fail(`broken LRU links at slot ${s}`);
+      if (++live > this.#top) fail('LRU list does not end');
+      const klen = this.#klen[s]!;
+      if (klen === 0) fail(`free slot ${s} in the LRU list`);
+      const { page, at } = this.#record(s);
+      if (this.#hashOf(page, at, at + klen) !== this.#hash[s]) fail(`slot ${s} has a stale hash`);
+      if (this.#find(page, at, at + klen, this.#hash[s]!) !== s) fail(`slot ${s} is not found under its key`);
+      usage += klen + this.#vlen[s]!;
+      if (this.#expiresAt[s] !== 0) withTtl++;
     }
-    if (live !== this.#live || dead !== this.#dead) fail(`counts ${this.#live}/${this.#dead}, lists ${live}/${dead}`);
-    if (live + dead !== this.#index.size) fail(`index holds ${this.#index.size}, lists ${live + dead}`);
-    if (live + dead + free + 2 !== this.#keys.length) fail('slots leak');
-    if (dead > tombstoneLimit(live)) fail(`${dead} tombstones kept`);
+    let chained = 0;
+    for (let b = 0; b <= this.#bucketMask; b++) {
+      for (let s = this.#buckets[b]!; s !== 0; s = this.#chain[s]!) {
+        if (++chained > live) fail('hash chains hold more slots than the LRU list');
+        if ((this.#hash[s]! & this.#bucketMask) !== b) fail(`slot ${s} chained in the wrong bucket`);
+      }
+    }
+    let free = 0;
+    for (let s = this.#freeHead; s !== 0; s = this.#chain[s]!) {
+      if (this.#klen[s] !== 0 || this.#expiresAt[s] !== 0) fail(`free slot ${s} is in use`);
+      if (++free > this.#top) fail('free list does not end');
+    }
+    if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
+    if (live + free + 1 !== this.#top) fail(`slots leak: ${live} live + ${free} free of ${this.#top - 1}`);
+    if (this.#live > this.#bucketMask + 1) fail('more keys than buckets');
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
-    this.#expiry.verify(withTtl);
+    const chunks = this.#arena.verify((owner, cls, chunk) => {
+      const size = this.#klen[owner]! + this.#vlen[owner]!;
+      return this.#klen[owner] !== 0 && this.#cls[owner] === cls && this.#chunk[owner] === chunk && this.#arena.classOf(size) === cls;
+    });
+    if (chunks !== live) fail(`arena holds ${chunks} records for ${live} keys`);
+    this.#expiry.verify(withTtl, (s) => this.#expiresAt[s]!);
   }
 
-  #valueBytes(stored: Stored): number {
-    const value = typeof stored === 'string' ? stored : stored.value;
-    return this.#latin1 ? value.length : base64Bytes(value);
+  // ------------------------------------------------------------ internals
+
+  #hashOf(buf: Buffer, start: number, end: number): number {
+    let h = this.#seed ^ 0x811c9dc5;
+    for (let i = start; i < end; i++) h = Math.imul(h ^ buf[i]!, 0x01000193);
+    // murmur3's finalizer: FNV's low bits (the bucket index) depend on every byte after it.
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    return h ^ (h >>> 16);
   }
 
-  /** Takes a live key out: its value goes, its key stays as the newest tombstone. */
-  #remove(slot: number, expired: boolean): void {
-    const stored = this.#vals[slot]!;
-    if (typeof stored !== 'string') this.#expiry.remove(stored);
-    this.#usage -= keyBytes(this.#keys[slot]!) + this.#valueBytes(stored);
-    this.#vals[slot] = null;
-    this.#unlink(slot);
-    this.#linkBefore(slot, DEAD);
-    this.#live--;
-    this.#dead++;
-    if (expired) this.#expired++;
-    // Drop the oldest tombstones; each removal adds one, so this is O(1) amortized.
-    const keep = tombstoneLimit(this.#live);
-    while (this.#dead > keep) {
-      const oldest = this.#links[2 * DEAD + 1]!;
-      this.#unlink(oldest);
-      this.#index.delete(this.#keys[oldest]!);
-      this.#keys[oldest] = '';
-      this.#links[2 * oldest + 1] = this.#freeHead;
-      this.#freeHead = oldest;
-      this.#dead--;
+  /** The slot holding the key buf[ks, ke) (hash h), or 0. */
+  #find(buf: Buffer, ks: number, ke: number, h: number): number {
+    const klen = ke - ks;
+    for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#chain[s]!) {
+      if (this.#hash[s] === h && this.#klen[s] === klen) {
+        const c = this.#arena.classes[this.#cls[s]!]!;
+        const i = this.#chunk[s]!;
+        const page = c.pages[i >>> c.shift]!;
+        let at = (i & c.mask) * c.size;
+        let k = ks;
+        while (k < ke && page[at] === buf[k]) {
+          at++;
+          k++;
+        }
+        if (k === ke) return s;
+      }
     }
+    return 0;
+  }
+
+  #record(slot: number): { page: Buffer; at: number } {
+    const c = this.#arena.classes[this.#cls[slot]!]!;
+    const i = this.#chunk[slot]!;
+    return { page: c.pages[i >>> c.shift]!, at: (i & c.mask) * c.size };
+  }
+
+  /** True (and the key is removed, counted as expired) when the key's TTL has passed. */
+  #expiredNow(slot: number): boolean {
+    const expiresAt = this.#expiresAt[slot]!;
+    if (expiresAt === 0 || expiresAt > this.#now()) return false;
+    this.#remove(slot, true);
+    return true;
+  }
+
+  /** A fresh slot for hash h, chained into its bucket (the record is the caller's job). */
+  #newSlot(h: number): number {
+    let slot = this.#freeHead;
+    if (slot !== 0) {
+      this.#freeHead = this.#chain[slot]!;
+    } else {
+      slot = this.#top++;
+      if (slot >= this.#hash.length) this.#growSlots();
+    }
+    this.#hash[slot] = h;
+    this.#live++;
+    if (this.#live > this.#bucketMask + 1) this.#rehash(); // before chaining: #rehash chains the live slots
+    const b = h & this.#bucketMask;
+    this.#chain[slot] = this.#buckets[b]!;
+    this.#buckets[b] = slot;
+    return slot;
+  }
+
+  #growSlots(): void {
+    const n = this.#hash.length * 2;
+    this.#hash = grownInt32(this.#hash, n);
+    this.#chain = grownInt32(this.#chain, n);
+    this.#prev = grownInt32(this.#prev, n);
+    this.#next = grownInt32(this.#next, n);
+    this.#vlen = grownInt32(this.#vlen, n);
+    this.#chunk = grownInt32(this.#chunk, n);
+    const klen = new Uint8Array(n);
+    klen.set(this.#klen);
+    this.#klen = klen;
+    const cls = new Uint8Array(n);
+    cls.set(this.#cls);
+    this.#cls = cls;
+    const expiresAt = new Float64Array(n);
+    expiresAt.set(this.#expiresAt);
+    this.#expiresAt = expiresAt;
+  }
+
+  /** Doubles the buckets and re-chains every live slot (those in the LRU list). */
+  #rehash(): void {
+    const n = (this.#bucketMask + 1) * 2;
+    const buckets = new Int32Array(n);
+    const mask = n - 1;
+    const next = this.#next;
+    const chain = this.#chain;
+    for (let s = next[LRU]!; s !== LRU; s = next[s]!) {
+      const b = this.#hash[s]! & mask;
+      chain[s] = buckets[b]!;
+      buckets[b] = s;
+    }
+    this.#buckets = buckets;
+    this.#bucketMask = mask;
+  }
+
+  /** Takes a live key out: record freed, slot unchained and put on the free list. */
+  #remove(slot: number, expired: boolean): void {
+    const expiresAt = this.#expiresAt[slot]!;
+    if (expiresAt !== 0) {
+      this.#expiry.remove(slot, expiresAt);
+      this.#expiresAt[slot] = 0;
+    }
+    this.#usage -= this.#klen[slot]! + this.#vlen[slot]!;
+    this.#unlink(slot);
+    this.#freeChunk(slot);
+    // Out of its bucket's chain.
+    const b = this.#hash[slot]! & this.#bucketMask;
+    let s = this.#buckets[b]!;
+    if (s === slot) {
+      this.#buckets[b] = this.#chain[slot]!;
+    } else {
+      while (this.#chain[s] !== slot) s = this.#chain[s]!;
+      this.#chain[s] = this.#chain[slot]!;
+    }
+    this.#klen[slot] = 0;
+    this.#chain[slot] = this.#freeHead;
+    this.#freeHead = slot;
+    this.#live--;
+    if (expired) this.#expired++;
+  }
+
+  #freeChunk(slot: number): void {
+    const cls = this.#cls[slot]!;
+    const chunk = this.#chunk[slot]!;
+    const moved = this.#arena.free(cls, chunk);
+    if (moved !== -1) this.#chunk[moved] = chunk;
   }
 
   /** Removes the least recently used key (counted as expired if its TTL has passed). */
   #evictOne(): void {
-    const victim = this.#links[2 * LRU + 1]!;
+    const victim = this.#next[LRU]!;
     if (victim === LRU) throw new Error('kv-engine: usage above zero with no keys');
-    const stored = this.#vals[victim]!;
-    const expired = typeof stored !== 'string' && stored.expiresAt <= this.#now();
+    const expiresAt = this.#expiresAt[victim]!;
+    const expired = expiresAt !== 0 && expiresAt <= this.#now();
     this.#remove(victim, expired);
     if (!expired) this.#evictions++;
   }
 
   #touch(slot: number): void {
-    if (this.#links[2 * LRU] === slot) return; // already the most recent
+    if (this.#prev[LRU] === slot) return; // already the most recent
     this.#unlink(slot);
-    this.#linkBefore(slot, LRU);
+    this.#linkLast(slot);
   }
 
   #unlink(slot: number): void {
-    const links = this.#links;
-    const prev = links[2 * slot]!;
-    const next = links[2 * slot + 1]!;
-    links[2 * prev + 1] = next;
-    links[2 * next] = prev;
+    const prev = this.#prev[slot]!;
+    const next = this.#next[slot]!;
+    this.#next[prev] = next;
+    this.#prev[next] = prev;
   }
 
-  /** Links `slot` as the last element of the list whose sentinel is `sentinel`. */
-  #linkBefore(slot: number, sentinel: number): void {
-    const links = this.#links;
-    const last = links[2 * sentinel]!;
-    links[2 * slot] = last;
-    links[2 * slot + 1] = sentinel;
-    links[2 * last + 1] = slot;
-    links[2 * sentinel] = slot;
+  /** Links `slot` as the most recently used. */
+  #linkLast(slot: number): void {
+    const last = this.#prev[LRU]!;
+    this.#prev[slot] = last;
+    this.#next[slot] = LRU;
+    this.#next[last] = slot;
+    this.#prev[LRU] = slot;
   }
+}
 
-  #allocate(key: string): number {
-    let slot = this.#freeHead;
-    if (slot !== NONE) {
-      this.#freeHead = this.#links[2 * slot + 1]!;
-      this.#keys[slot] = key;
-      return slot;
-    }
-    slot = this.#keys.length;
-    this.#keys.push(key);
-    this.#vals.push(null);
-    if (2 * slot + 2 > this.#links.length) {
-      const grown = new Int32Array(this.#links.length * 2);
-      grown.set(this.#links);
-      this.#links = grown;
-    }
-    return slot;
+function keyBytes(key: string): Buffer {
+  const k = Buffer.from(key, 'utf8');
+  checkKey(k);
+  return k;
+}
+
+/** src[start, end) → dst at `at`: a loop for short runs (no native call), Buffer#copy for long ones. */
+function copyBytes(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
+  if (end - start > 64) {
+    src.copy(dst, at, start, end);
+    return;
   }
+  for (let i = start; i < end; i++) dst[at++] = src[i]!;
 }

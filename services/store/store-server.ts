@@ -41,12 +41,6 @@ const LINGER_MS = 5000;
 // Marks an over-long line in the queue of lines that wait for 'drain'.
 const OVERFLOW = Buffer.alloc(0);
 
-// Buffer#utf8Slice is what toString('utf8', start, end) calls after looking up the
-// encoding and checking its arguments; it runs on every keyed command. (Values go to the
-// engine as bytes: it converts them once, to its stored form.)
-type Sliceable = Buffer & { utf8Slice(start: number, end: number): string };
-const keyOf = (buf: Buffer, start: number, end: number): string => (buf as Sliceable).utf8Slice(start, end);
-
 const OK_REPLY = 'OK\n';
 const NOT_FOUND_REPLY = 'NOT_FOUND\n';
 const OUT_OF_MEMORY_REPLY = 'ERROR out of memory\n';
@@ -146,7 +140,7 @@ class ClientConnection {
     } else {
       switch (command) {
         case GET: {
-          const value = engine.get(keyOf(buf, p.keyStart, p.keyEnd));
+          const value = engine.getAt(buf, p.keyStart, p.keyEnd);
           if (value === undefined) {
             this.#out += NOT_FOUND_REPLY;
             result = RESULT_NOT_FOUND;
@@ -157,9 +151,8 @@ class ClientConnection {
         }
         case SET:
         case SETEX: {
-          const key = keyOf(buf, p.keyStart, p.keyEnd);
           const seconds = command === SET ? undefined : p.seconds;
-          if (engine.setBytes(key, buf, p.valueStart, p.valueEnd, seconds) === 'ok') {
+          if (engine.setAt(buf, p.keyStart, p.keyEnd, p.valueStart, p.valueEnd, seconds) === 'ok') {
             this.#out += OK_REPLY;
           } else {
             this.#out += OUT_OF_MEMORY_REPLY;
@@ -168,7 +161,7 @@ class ClientConnection {
           break;
         }
         case DELETE:
-          engine.delete(keyOf(buf, p.keyStart, p.keyEnd));
+          engine.deleteAt(buf, p.keyStart, p.keyEnd);
           this.#out += OK_REPLY;
           break;
         case USAGE:
@@ -178,7 +171,7 @@ class ClientConnection {
           this.#out += 'PONG\n';
           break;
         case EXPIRE:
-          if (engine.expire(keyOf(buf, p.keyStart, p.keyEnd), p.seconds)) {
+          if (engine.expireAt(buf, p.keyStart, p.keyEnd, p.seconds)) {
             this.#out += OK_REPLY;
           } else {
             this.#out += NOT_FOUND_REPLY;
@@ -186,7 +179,7 @@ class ClientConnection {
           }
           break;
         case TTL: {
-          const ttl = engine.ttl(keyOf(buf, p.keyStart, p.keyEnd));
+          const ttl = engine.ttlAt(buf, p.keyStart, p.keyEnd);
           if (ttl === null) {
             this.#out += NOT_FOUND_REPLY;
             result = RESULT_NOT_FOUND;
