@@ -2,6 +2,7 @@
 // measured with autocannon against servers running as child processes (the load
 // generator needs its own core). Modes, all measured in the same run:
 //
+//   bare-node         node:http hello world: the ceiling of Node's HTTP server here
 //   bare-express      Express 5 hello world: the ceiling any Express app can reach here
 //   backend           the backend app as shipped: metrics on, access logs at info
 //   backend-no-logs   ... with LOG_LEVEL=silent (no pino-http at all)
@@ -23,8 +24,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 
-export type HttpBenchMode = 'bare-express' | 'backend' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
-export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-express', 'backend', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
+export type HttpBenchMode = 'bare-node' | 'bare-express' | 'backend' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
+export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
 
 export interface HttpBenchOptions {
   /** Seconds measured per mode (after the warm-up). */
@@ -51,6 +52,13 @@ export interface HttpBenchResult {
   readonly statusCodes: Record<string, number>;
   /** CPU time the server process spent per request during the measured run (user + system), in µs. */
   readonly serverCpuMicrosPerRequest: number | undefined;
+  /** The same for the store process (Linux only: read from /proc). */
+  readonly storeCpuMicrosPerRequest: number | undefined;
+  /**
+   * CPU the load generator (autocannon, in this process) used during the measured run,
+   * in % of one core: near 100 means it, not the server, sets the pace.
+   */
+  readonly loadGeneratorCpuPercent: number;
   /** Which round this (median) result comes from. */
   readonly round: number;
 }
@@ -142,13 +150,24 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       const report = join(reportDir, `${mode}-${round}.json`);
       const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', String(storePort), '--report', report], {});
       let r: AutocannonResult;
+      let storeCpu: number | undefined;
+      let loadGeneratorCpuPercent = 0;
       try {
         await waitForPort(port, server);
         log(`http-bench: round ${round}/${roundCount} ${mode}: ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
         const url = `http://127.0.0.1:${port}/${KEY}`;
         if (warmupSeconds > 0) await autocannon({ url, connections, duration: warmupSeconds });
         server.kill('SIGUSR2'); // the server starts counting CPU time and requests here
+        const storeCpuBefore = processCpuMicros(store.pid);
+        const ownCpuBefore = process.cpuUsage();
+        const startedAt = performance.now();
         r = await autocannon({ url, connections, duration: durationSeconds });
+        const own = process.cpuUsage(ownCpuBefore);
+        loadGeneratorCpuPercent = Math.round(((own.user + own.system) / ((performance.now() - startedAt) * 1000)) * 100);
+        const storeCpuAfter = processCpuMicros(store.pid);
+        if (storeCpuBefore !== undefined && storeCpuAfter !== undefined && r.requests.total > 0) {
+          storeCpu = Math.round(((storeCpuAfter - storeCpuBefore) / r.requests.total) * 10) / 10;
+        }
       } finally {
         await stopChild(server);
       }
@@ -168,6 +187,8 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
         non2xx: r.non2xx,
         statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
         serverCpuMicrosPerRequest: cpu,
+        storeCpuMicrosPerRequest: storeCpu,
+        loadGeneratorCpuPercent,
         round,
       };
     };
@@ -190,6 +211,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
     if (a !== undefined && b !== undefined && b > 0) ratios[name] = Math.round((a / b) * 1000) / 1000;
   };
   ratio('backend / bare-express (goal >= 0.7)', rps('backend'), rps('bare-express'));
+  ratio('bare-express / bare-node (the cost of Express)', rps('bare-express'), rps('bare-node'));
   ratio('backend / naive (goal >= 5)', rps('backend'), rps('naive'));
   ratio('backend-bare / bare-express', rps('backend-bare'), rps('bare-express'));
   ratio('cost of metrics: backend / backend-no-metrics', rps('backend'), rps('backend-no-metrics'));
@@ -205,6 +227,21 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   return { connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
 }
 
+/** User + system CPU time of a process so far, in µs, from /proc (undefined elsewhere). */
+function processCpuMicros(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): utime is 14th, stime 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND) * 1e6;
+  } catch {
+    return undefined;
+  }
+}
+// USER_HZ, 100 on every Linux this runs on (sysconf(_SC_CLK_TCK) is not reachable from Node).
+const CLOCK_TICKS_PER_SECOND = 100;
+
 async function prefill(storePort: number, valueBytes: number): Promise<void> {
   const { StoreConnection } = await import('../services/client/store-connection.ts');
   const conn = new StoreConnection({ host: '127.0.0.1', port: storePort, reconnect: false });
@@ -219,7 +256,7 @@ export function formatHttpBench(report: HttpBenchReport): string {
   const lines = [
     `HTTP GET of a prefilled key, ${report.connections} connections, ${report.durationSeconds}s per mode, median of ${report.rounds} round(s), Node ${report.node}`,
     '',
-    'mode                  req/s   p50 ms  p90 ms  p99 ms  max ms  errors  non-2xx  server CPU µs/req',
+    'mode                  req/s   p50 ms  p90 ms  p99 ms  max ms  errors  non-2xx  server µs/req  store µs/req  load gen CPU',
   ];
   for (const r of report.results) {
     lines.push(
@@ -227,7 +264,10 @@ export function formatHttpBench(report: HttpBenchReport): string {
         .toFixed(2)
         .padStart(7)} ${r.latencyMs.p99.toFixed(2).padStart(7)} ${r.latencyMs.max.toFixed(1).padStart(7)} ${String(r.errors).padStart(7)} ${String(
         r.non2xx,
-      ).padStart(8)}  ${r.serverCpuMicrosPerRequest === undefined ? '-' : r.serverCpuMicrosPerRequest.toFixed(1).padStart(8)}`,
+      ).padStart(8)}  ${(r.serverCpuMicrosPerRequest === undefined ? '-' : r.serverCpuMicrosPerRequest.toFixed(1)).padStart(13)} ${(r.storeCpuMicrosPerRequest === undefined
+        ? '-'
+        : r.storeCpuMicrosPerRequest.toFixed(1)
+      ).padStart(13)} ${`${r.loadGeneratorCpuPercent}%`.padStart(13)}`,
     );
   }
   for (const r of report.results) {
@@ -261,6 +301,14 @@ function accountCpu(server: ReturnType<typeof createHttpServer>, report: string,
 }
 
 async function serve(mode: HttpBenchMode, port: number, storePort: number, report: string): Promise<void> {
+  if (mode === 'bare-node') {
+    const server = createHttpServer((_req, res) => {
+      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+      res.end('Hello World!');
+    }).listen(port, '127.0.0.1');
+    accountCpu(server, report, () => server.closeAllConnections());
+    return;
+  }
   if (mode === 'bare-express') {
     const { default: express } = await import('express');
     const app = express();
