@@ -59,7 +59,7 @@ export interface HttpBenchResult {
    * in % of one core: near 100 means it, not the server, sets the pace.
    */
   readonly loadGeneratorCpuPercent: number;
-  /** Which round this (median) result comes from. */
+  /** Which round this (median) result comes from (its CPU figures are the medians over all rounds). */
   readonly round: number;
 }
 
@@ -198,7 +198,13 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
     }
     for (const runs of rounds) {
       const sorted = [...runs].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
-      results.push(sorted[Math.floor((sorted.length - 1) / 2)]!);
+      // CPU per request is the median of its own over the rounds, not the median round's:
+      // on a shared machine the two are disturbed by different things.
+      results.push({
+        ...sorted[Math.floor((sorted.length - 1) / 2)]!,
+        serverCpuMicrosPerRequest: median(runs.map((r) => r.serverCpuMicrosPerRequest)),
+        storeCpuMicrosPerRequest: median(runs.map((r) => r.storeCpuMicrosPerRequest)),
+      });
     }
   } finally {
     await stopChild(store);
@@ -225,6 +231,12 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   delta('access logs, server CPU µs/req (backend - backend-no-logs)', cpu('backend'), cpu('backend-no-logs'));
   delta('store round trip and app, server CPU µs/req (backend-bare - bare-express)', cpu('backend-bare'), cpu('bare-express'));
   return { connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
+}
+
+/** The median of the defined values (the lower middle one of an even count), if any. */
+function median(values: readonly (number | undefined)[]): number | undefined {
+  const defined = values.filter((v): v is number => v !== undefined).sort((a, b) => a - b);
+  return defined.length === 0 ? undefined : defined[Math.floor((defined.length - 1) / 2)];
 }
 
 /** User + system CPU time of a process so far, in µs, from /proc (undefined elsewhere). */
