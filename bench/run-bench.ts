@@ -18,7 +18,9 @@ const root = fileURLToPath(new URL('../', import.meta.url));
 
 const HELP = `Usage: npm run bench -- [options]
 
-  --duration <s>       seconds per measured run (default 10; env BENCH_DURATION)
+  --duration <s>       seconds per measured run (default 5; env BENCH_DURATION)
+  --rounds <n>         store runs per depth, kvstack and Redis interleaved; medians are
+                       reported (default 3; env BENCH_ROUNDS)
   --warmup <s>         unmeasured seconds before each run (default 1; env BENCH_WARMUP)
   --connections <n>    connections (default 50)
   --keyspace <n>       keys (default 100000)
@@ -33,6 +35,7 @@ const HELP = `Usage: npm run bench -- [options]
 
 interface Settings {
   readonly duration: number;
+  readonly rounds: number;
   readonly warmup: number;
   readonly connections: number;
   readonly keyspace: number;
@@ -50,6 +53,7 @@ function settings(): Settings {
     allowNegative: true,
     options: {
       duration: { type: 'string' },
+      rounds: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
       keyspace: { type: 'string' },
@@ -76,7 +80,8 @@ function settings(): Settings {
     return n;
   };
   return {
-    duration: num('--duration', values.duration ?? env.BENCH_DURATION, quick ? 2 : 10),
+    duration: num('--duration', values.duration ?? env.BENCH_DURATION, quick ? 2 : 5),
+    rounds: Math.max(1, Math.round(num('--rounds', values.rounds ?? env.BENCH_ROUNDS, quick ? 1 : 3))),
     warmup: num('--warmup', values.warmup ?? env.BENCH_WARMUP, quick ? 0.5 : 1),
     connections: num('--connections', values.connections, 50),
     keyspace: num('--keyspace', values.keyspace, 100_000),
@@ -400,23 +405,42 @@ async function main(): Promise<void> {
   const redis = withRedis ? await startRedis() : undefined;
   if (redis) commands.push(`redis:   ${redis.command}`);
 
+  // Rounds interleave kvstack and Redis (alternating which goes first), so a machine
+  // that gets busier or quieter during the run affects both; medians are reported.
   const depths = [1, 16];
-  const storeRuns: Record<number, { kvstack: StoreRun; redis?: StoreRun }> = {};
+  const storeRuns: Record<number, { kvstack: StoreRun[]; redis: StoreRun[] }> = {};
   for (const depth of depths) {
     const common = ['-c', String(s.connections), '-P', String(depth), '-d', String(s.duration), '-r', String(s.keyspace), '--value-size', String(s.valueSize), '--ratio', '9:1', '--warmup', String(s.warmup)];
     if (s.threads > 1) common.push('--threads', String(s.threads));
-    log(`kvstack, pipeline depth ${depth}, ${s.duration} s ...`);
-    const kv = await kvBench(['--host', '127.0.0.1', '--port', String(store.port), ...common]);
-    commands.push(`bench:   ${kv.command}`);
-    let rd: StoreRun | undefined;
-    if (redis) {
-      log(`Redis, pipeline depth ${depth}, ${s.duration} s ...`);
-      rd = await kvBench(['--host', '127.0.0.1', '--port', String(redis.port), '--protocol', 'resp', ...common]);
-      commands.push(`bench:   ${rd.command}`);
+    const runs: { kvstack: StoreRun[]; redis: StoreRun[] } = { kvstack: [], redis: [] };
+    for (let round = 1; round <= s.rounds; round++) {
+      const order: ('kvstack' | 'redis')[] = round % 2 === 1 || !redis ? ['kvstack', 'redis'] : ['redis', 'kvstack'];
+      for (const which of order) {
+        if (which === 'kvstack') {
+          log(`kvstack, pipeline depth ${depth}, round ${round}/${s.rounds}, ${s.duration} s ...`);
+          runs.kvstack.push(await kvBench(['--host', '127.0.0.1', '--port', String(store.port), ...common]));
+        } else if (redis) {
+          log(`Redis, pipeline depth ${depth}, round ${round}/${s.rounds}, ${s.duration} s ...`);
+          runs.redis.push(await kvBench(['--host', '127.0.0.1', '--port', String(redis.port), '--protocol', 'resp', ...common]));
+        }
+      }
     }
-    storeRuns[depth] = { kvstack: kv, redis: rd };
+    commands.push(`bench:   ${runs.kvstack[0]!.command}`);
+    if (runs.redis[0]) commands.push(`bench:   ${runs.redis[0].command}`);
+    storeRuns[depth] = runs;
   }
-  results.store = Object.fromEntries(depths.map((d) => [`depth${d}`, { kvstack: storeRuns[d]!.kvstack.result, redis: storeRuns[d]!.redis?.result ?? null }]));
+  const median = (runs: StoreRun[]): StoreRun | undefined => [...runs].sort((a, b) => a.result.opsPerSec - b.result.opsPerSec)[(runs.length - 1) >> 1];
+  const roundRatios = (d: number): number[] => storeRuns[d]!.redis.map((r, i) => storeRuns[d]!.kvstack[i]!.result.opsPerSec / r.result.opsPerSec);
+  results.store = Object.fromEntries(
+    depths.map((d) => [
+      `depth${d}`,
+      {
+        kvstack: median(storeRuns[d]!.kvstack)!.result,
+        redis: median(storeRuns[d]!.redis)?.result ?? null,
+        rounds: storeRuns[d]!.kvstack.map((k, i) => ({ kvstack: k.result.opsPerSec, redis: storeRuns[d]!.redis[i]?.result.opsPerSec ?? null })),
+      },
+    ]),
+  );
   await redis?.stop();
 
   await store.stop();
@@ -448,8 +472,8 @@ async function main(): Promise<void> {
   // ---- the table
   const rows: string[][] = [['', 'kvstack', 'Redis', 'kvstack/Redis']];
   for (const d of depths) {
-    const k = storeRuns[d]!.kvstack.result;
-    const r = storeRuns[d]!.redis?.result;
+    const k = median(storeRuns[d]!.kvstack)!.result;
+    const r = median(storeRuns[d]!.redis)?.result;
     rows.push([`depth ${d}: ops/s`, fmt(k.opsPerSec), fmt(r?.opsPerSec), ratio(k.opsPerSec, r?.opsPerSec)]);
     for (const [name, key] of [['p50', 'p50'], ['p99', 'p99'], ['p99.9', 'p999']] as const) {
       rows.push([`depth ${d}: ${name} ms`, fmt(k.latencyMs[key], 3), fmt(r?.latencyMs[key], 3), ratio(k.latencyMs[key], r?.latencyMs[key])]);
@@ -463,10 +487,14 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `kvstack benchmark — ${s.connections} connections, GET:SET 9:1, ${s.valueSize}-byte values, ${fmt(s.keyspace)} keys, ${s.duration} s per run, same client (kv bench) for both`,
+    `median of ${s.rounds} interleaved round${s.rounds === 1 ? '' : 's'} per depth`,
     `${results.cpus} CPUs, Node ${process.version}; the servers and the client share the machine.`,
     '',
     table(rows),
   ];
+  if (withRedis && s.rounds > 1) {
+    lines.push('', ...depths.map((d) => `depth ${d}: kvstack/Redis ops/s per round ${roundRatios(d).map((x) => x.toFixed(2) + 'x').join(', ')}`));
+  }
   if (memory) {
     lines.push('', `memory: (RSS after loading − RSS of the empty process) / keys, via ${memory.kvstack.method}; ${memory.kvstack.note}${memory.redis ? `; Redis ${memory.redis.note}` : ''}`);
   }

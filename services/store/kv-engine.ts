@@ -5,9 +5,11 @@ import { RecordArena } from './record-arena.ts';
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
 //
-// Layout. Each entry has a slot number; per-slot typed arrays hold its key hash, its
-// bucket-chain link, its LRU links, its key and value lengths, where its record is in the
-// arena (size class and chunk), and its expiry time. The record (key bytes then value
+// Layout. Each entry has a slot number; a slot is 8 int32s in one typed array (its key
+// hash, its bucket-chain link, its LRU links, key length and size class, value length,
+// and its chunk in the arena), so a lookup or an LRU move touches one cache line per slot
+// instead of one per field (memory latency is most of a GET's cost); expiry times sit in a
+// Float64Array read only for keys whose slot is flagged as having a TTL. The record (key bytes then value
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
 // through the per-slot `chain` array, a power-of-two number of buckets, doubled when
 // there are more keys than buckets) finds a key from its bytes: commands look keys up
@@ -46,6 +48,21 @@ export const MAX_KEY_BYTES = 250;
 const LRU = 0;
 const INITIAL_SLOTS = 1024;
 
+// A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
+const STRIDE_SHIFT = 3;
+const HASH = 0;
+/** Next slot in the same hash bucket (or in the free list); 0 ends it. */
+const CHAIN = 1;
+const PREV = 2;
+const NEXT = 3;
+/** Key length (bits 0-7; 0 marks a free slot), size class (bits 8-15), HAS_TTL. */
+const META = 4;
+const VLEN = 5;
+const CHUNK = 6;
+const HAS_TTL = 1 << 16;
+const KLEN_MASK = 0xff;
+const CLS_SHIFT = 8;
+
 const defaultNow = (): number => performance.now();
 
 // Buffer#base64Slice is what toString('base64', start, end) calls after checking its
@@ -78,18 +95,9 @@ export class KvEngine {
   readonly #arena = new RecordArena();
   readonly #expiry = new ExpiryIndex();
 
-  // Per slot.
-  #hash = new Int32Array(INITIAL_SLOTS);
-  /** Next slot in the same hash bucket (or in the free list); 0 ends it. */
-  #chain = new Int32Array(INITIAL_SLOTS);
-  #prev = new Int32Array(INITIAL_SLOTS);
-  #next = new Int32Array(INITIAL_SLOTS);
-  /** Key length in bytes; 0 marks a free slot. */
-  #klen = new Uint8Array(INITIAL_SLOTS);
-  #vlen = new Int32Array(INITIAL_SLOTS);
-  #cls = new Uint8Array(INITIAL_SLOTS);
-  #chunk = new Int32Array(INITIAL_SLOTS);
-  /** Absolute expiry on the engine's clock in ms; 0 = no TTL. */
+  /** Every slot's fields (HASH ... CHUNK). */
+  #slots = new Int32Array(INITIAL_SLOTS << STRIDE_SHIFT);
+  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL. */
   #expiresAt = new Float64Array(INITIAL_SLOTS);
   /** Slots ever used: 1..#top-1 (slot 0 is the sentinel). */
   #top = 1;
@@ -160,10 +168,10 @@ export class KvEngine {
     }
     this.#touch(slot);
     this.#hits++;
-    const c = this.#arena.classes[this.#cls[slot]!]!;
-    const i = this.#chunk[slot]!;
+    const c = this.#arena.classes[this.#clsOf(slot)]!;
+    const i = this.#get(slot, CHUNK);
     const start = (i & c.mask) * c.size + ke - ks;
-    return (c.pages[i >>> c.shift] as Base64Sliceable).base64Slice(start, start + this.#vlen[slot]!);
+    return (c.pages[i >>> c.shift] as Base64Sliceable).base64Slice(start, start + this.#get(slot, VLEN));
   }
 
   /**
@@ -186,20 +194,20 @@ export class KvEngine {
     let now = 0;
     let fresh = true; // the record needs a new chunk (and its key bytes)
     if (slot !== 0) {
-      const oldSize = klen + this.#vlen[slot]!;
+      const oldSize = klen + this.#get(slot, VLEN);
       if (this.#noeviction && this.#usage - oldSize + size > max) return 'out_of_memory';
-      const oldExpiry = this.#expiresAt[slot]!;
+      const oldExpiry = this.#ttlOf(slot);
       if (oldExpiry !== 0) {
         now = this.#now();
         if (oldExpiry <= now) this.#expired++;
         this.#expiry.remove(slot, oldExpiry);
-        this.#expiresAt[slot] = 0;
+        this.#clearTtl(slot);
       }
       // Out of the LRU list while making room, so it cannot be its own victim.
       this.#unlink(slot);
       this.#usage -= oldSize;
       while (this.#usage + size > max) this.#evictOne();
-      if (cls === this.#cls[slot]! && cls !== arena.large) {
+      if (cls === this.#clsOf(slot) && cls !== arena.large) {
         fresh = false; // same size class: the value is overwritten in place
       } else {
         this.#freeChunk(slot);
@@ -209,23 +217,18 @@ export class KvEngine {
       while (this.#usage + size > max) this.#evictOne();
       slot = this.#newSlot(h);
     }
-    if (fresh) {
-      this.#cls[slot] = cls;
-      this.#chunk[slot] = arena.alloc(cls, slot, size);
-    }
+    if (fresh) this.#set(slot, CHUNK, arena.alloc(cls, slot, size));
     const c = arena.classes[cls]!;
-    const i = this.#chunk[slot]!;
+    const i = this.#get(slot, CHUNK);
     const page = c.pages[i >>> c.shift]!;
     const at = (i & c.mask) * c.size;
     if (fresh) copyBytes(buf, ks, ke, page, at);
     copyBytes(buf, vs, ve, page, at + klen);
-    this.#klen[slot] = klen;
-    this.#vlen[slot] = vlen;
+    this.#set(slot, META, klen | (cls << CLS_SHIFT));
+    this.#set(slot, VLEN, vlen);
     if (ttlSeconds !== undefined) {
       if (now === 0) now = this.#now();
-      const expiresAt = now + ttlSeconds * 1000;
-      this.#expiresAt[slot] = expiresAt;
-      this.#expiry.add(slot, expiresAt);
+      this.#setTtl(slot, now + ttlSeconds * 1000);
     }
     this.#linkLast(slot);
     this.#usage += size;
@@ -246,7 +249,7 @@ export class KvEngine {
     const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
     if (slot === 0) return false;
     const now = this.#now();
-    const old = this.#expiresAt[slot]!;
+    const old = this.#ttlOf(slot);
     if (old !== 0) {
       if (old <= now) {
         this.#remove(slot, true);
@@ -254,9 +257,7 @@ export class KvEngine {
       }
       this.#expiry.remove(slot, old);
     }
-    const expiresAt = now + seconds * 1000;
-    this.#expiresAt[slot] = expiresAt;
-    this.#expiry.add(slot, expiresAt);
+    this.#setTtl(slot, now + seconds * 1000);
     return true;
   }
 
@@ -264,7 +265,7 @@ export class KvEngine {
   ttlAt(buf: Buffer, ks: number, ke: number): number | null {
     const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
     if (slot === 0) return null;
-    const expiresAt = this.#expiresAt[slot]!;
+    const expiresAt = this.#ttlOf(slot);
     if (expiresAt === 0) return -1;
     const remainingMs = expiresAt - this.#now();
     if (remainingMs <= 0) {
@@ -332,7 +333,7 @@ export class KvEngine {
       const slot = this.#expiry.takeDue(start);
       if (slot === NOTHING_DUE) break;
       if (slot !== DROPPED_EMPTY_BUCKET) {
-        this.#expiresAt[slot] = 0; // already out of the index
+        this.#clearTtl(slot); // already out of the index
         this.#remove(slot, true);
         removed++;
       }
@@ -349,31 +350,31 @@ export class KvEngine {
     const fail = (what: string): never => {
       throw new Error(`kv-engine invariant: ${what}`);
     };
-    const next = this.#next;
     let usage = 0;
     let withTtl = 0;
     let live = 0;
-    for (let s = next[LRU]!; s !== LRU; s = next[s]!) {
-      if (this.#prev[next[s]!] !== s) fail(`broken LRU links at slot ${s}`);
+    for (let s = this.#get(LRU, NEXT); s !== LRU; s = this.#get(s, NEXT)) {
+      const next = this.#get(s, NEXT);
+      if (this.#get(next, PREV) !== s) fail(`broken LRU links at slot ${s}`);
       if (++live > this.#top) fail('LRU list does not end');
-      const klen = this.#klen[s]!;
+      const klen = this.#klenOf(s);
       if (klen === 0) fail(`free slot ${s} in the LRU list`);
       const { page, at } = this.#record(s);
-      if (this.#hashOf(page, at, at + klen) !== this.#hash[s]) fail(`slot ${s} has a stale hash`);
-      if (this.#find(page, at, at + klen, this.#hash[s]!) !== s) fail(`slot ${s} is not found under its key`);
-      usage += klen + this.#vlen[s]!;
-      if (this.#expiresAt[s] !== 0) withTtl++;
+      if (this.#hashOf(page, at, at + klen) !== this.#get(s, HASH)) fail(`slot ${s} has a stale hash`);
+      if (this.#find(page, at, at + klen, this.#get(s, HASH)) !== s) fail(`slot ${s} is not found under its key`);
+      usage += klen + this.#get(s, VLEN);
+      if (this.#ttlOf(s) !== 0) withTtl++;
     }
     let chained = 0;
     for (let b = 0; b <= this.#bucketMask; b++) {
-      for (let s = this.#buckets[b]!; s !== 0; s = this.#chain[s]!) {
+      for (let s = this.#buckets[b]!; s !== 0; s = this.#get(s, CHAIN)) {
         if (++chained > live) fail('hash chains hold more slots than the LRU list');
-        if ((this.#hash[s]! & this.#bucketMask) !== b) fail(`slot ${s} chained in the wrong bucket`);
+        if ((this.#get(s, HASH) & this.#bucketMask) !== b) fail(`slot ${s} chained in the wrong bucket`);
       }
     }
     let free = 0;
-    for (let s = this.#freeHead; s !== 0; s = this.#chain[s]!) {
-      if (this.#klen[s] !== 0 || this.#expiresAt[s] !== 0) fail(`free slot ${s} is in use`);
+    for (let s = this.#freeHead; s !== 0; s = this.#get(s, CHAIN)) {
+      if (this.#get(s, META) !== 0) fail(`free slot ${s} is in use`);
       if (++free > this.#top) fail('free list does not end');
     }
     if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
@@ -382,14 +383,47 @@ export class KvEngine {
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
     const chunks = this.#arena.verify((owner, cls, chunk) => {
-      const size = this.#klen[owner]! + this.#vlen[owner]!;
-      return this.#klen[owner] !== 0 && this.#cls[owner] === cls && this.#chunk[owner] === chunk && this.#arena.classOf(size) === cls;
+      const size = this.#klenOf(owner) + this.#get(owner, VLEN);
+      return this.#klenOf(owner) !== 0 && this.#clsOf(owner) === cls && this.#get(owner, CHUNK) === chunk && this.#arena.classOf(size) === cls;
     });
     if (chunks !== live) fail(`arena holds ${chunks} records for ${live} keys`);
-    this.#expiry.verify(withTtl, (s) => this.#expiresAt[s]!);
+    this.#expiry.verify(withTtl, (s) => this.#ttlOf(s));
   }
 
   // ------------------------------------------------------------ internals
+
+  #get(slot: number, field: number): number {
+    return this.#slots[(slot << STRIDE_SHIFT) + field]!;
+  }
+
+  #set(slot: number, field: number, value: number): void {
+    this.#slots[(slot << STRIDE_SHIFT) + field] = value;
+  }
+
+  #klenOf(slot: number): number {
+    return this.#get(slot, META) & KLEN_MASK;
+  }
+
+  #clsOf(slot: number): number {
+    return (this.#get(slot, META) >>> CLS_SHIFT) & 0xff;
+  }
+
+  /** The slot's expiry time, 0 when it has no TTL. */
+  #ttlOf(slot: number): number {
+    return (this.#get(slot, META) & HAS_TTL) === 0 ? 0 : this.#expiresAt[slot]!;
+  }
+
+  /** Gives the slot a TTL and indexes it (it must have none). */
+  #setTtl(slot: number, expiresAt: number): void {
+    this.#set(slot, META, this.#get(slot, META) | HAS_TTL);
+    this.#expiresAt[slot] = expiresAt;
+    this.#expiry.add(slot, expiresAt);
+  }
+
+  /** Clears the flag only: the caller has taken the slot out of the expiry index. */
+  #clearTtl(slot: number): void {
+    this.#set(slot, META, this.#get(slot, META) & ~HAS_TTL);
+  }
 
   #hashOf(buf: Buffer, start: number, end: number): number {
     let h = this.#seed ^ 0x811c9dc5;
@@ -403,10 +437,10 @@ export class KvEngine {
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
   #find(buf: Buffer, ks: number, ke: number, h: number): number {
     const klen = ke - ks;
-    for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#chain[s]!) {
-      if (this.#hash[s] === h && this.#klen[s] === klen) {
-        const c = this.#arena.classes[this.#cls[s]!]!;
-        const i = this.#chunk[s]!;
+    for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#get(s, CHAIN)) {
+      if (this.#get(s, HASH) === h && this.#klenOf(s) === klen) {
+        const c = this.#arena.classes[this.#clsOf(s)]!;
+        const i = this.#get(s, CHUNK);
         const page = c.pages[i >>> c.shift]!;
         let at = (i & c.mask) * c.size;
         let k = ks;
@@ -421,14 +455,14 @@ export class KvEngine {
   }
 
   #record(slot: number): { page: Buffer; at: number } {
-    const c = this.#arena.classes[this.#cls[slot]!]!;
-    const i = this.#chunk[slot]!;
+    const c = this.#arena.classes[this.#clsOf(slot)]!;
+    const i = this.#get(slot, CHUNK);
     return { page: c.pages[i >>> c.shift]!, at: (i & c.mask) * c.size };
   }
 
   /** True (and the key is removed, counted as expired) when the key's TTL has passed. */
   #expiredNow(slot: number): boolean {
-    const expiresAt = this.#expiresAt[slot]!;
+    const expiresAt = this.#ttlOf(slot);
     if (expiresAt === 0 || expiresAt > this.#now()) return false;
     this.#remove(slot, true);
     return true;
@@ -438,34 +472,25 @@ export class KvEngine {
   #newSlot(h: number): number {
     let slot = this.#freeHead;
     if (slot !== 0) {
-      this.#freeHead = this.#chain[slot]!;
+      this.#freeHead = this.#get(slot, CHAIN);
     } else {
       slot = this.#top++;
-      if (slot >= this.#hash.length) this.#growSlots();
+      if (slot >= this.#expiresAt.length) this.#growSlots();
     }
-    this.#hash[slot] = h;
+    this.#set(slot, HASH, h);
     this.#live++;
     if (this.#live > this.#bucketMask + 1) this.#rehash(); // before chaining: #rehash chains the live slots
     const b = h & this.#bucketMask;
-    this.#chain[slot] = this.#buckets[b]!;
+    this.#set(slot, CHAIN, this.#buckets[b]!);
     this.#buckets[b] = slot;
     return slot;
   }
 
   #growSlots(): void {
-    const n = this.#hash.length * 2;
-    this.#hash = grownInt32(this.#hash, n);
-    this.#chain = grownInt32(this.#chain, n);
-    this.#prev = grownInt32(this.#prev, n);
-    this.#next = grownInt32(this.#next, n);
-    this.#vlen = grownInt32(this.#vlen, n);
-    this.#chunk = grownInt32(this.#chunk, n);
-    const klen = new Uint8Array(n);
-    klen.set(this.#klen);
-    this.#klen = klen;
-    const cls = new Uint8Array(n);
-    cls.set(this.#cls);
-    this.#cls = cls;
+    const n = this.#expiresAt.length * 2;
+    const slots = new Int32Array(n << STRIDE_SHIFT);
+    slots.set(this.#slots);
+    this.#slots = slots;
     const expiresAt = new Float64Array(n);
     expiresAt.set(this.#expiresAt);
     this.#expiresAt = expiresAt;
@@ -476,11 +501,9 @@ export class KvEngine {
     const n = (this.#bucketMask + 1) * 2;
     const buckets = new Int32Array(n);
     const mask = n - 1;
-    const next = this.#next;
-    const chain = this.#chain;
-    for (let s = next[LRU]!; s !== LRU; s = next[s]!) {
-      const b = this.#hash[s]! & mask;
-      chain[s] = buckets[b]!;
+    for (let s = this.#get(LRU, NEXT); s !== LRU; s = this.#get(s, NEXT)) {
+      const b = this.#get(s, HASH) & mask;
+      this.#set(s, CHAIN, buckets[b]!);
       buckets[b] = s;
     }
     this.#buckets = buckets;
@@ -489,67 +512,67 @@ export class KvEngine {
 
   /** Takes a live key out: record freed, slot unchained and put on the free list. */
   #remove(slot: number, expired: boolean): void {
-    const expiresAt = this.#expiresAt[slot]!;
+    const expiresAt = this.#ttlOf(slot);
     if (expiresAt !== 0) {
       this.#expiry.remove(slot, expiresAt);
-      this.#expiresAt[slot] = 0;
+      this.#clearTtl(slot);
     }
-    this.#usage -= this.#klen[slot]! + this.#vlen[slot]!;
+    this.#usage -= this.#klenOf(slot) + this.#get(slot, VLEN);
     this.#unlink(slot);
     this.#freeChunk(slot);
     // Out of its bucket's chain.
-    const b = this.#hash[slot]! & this.#bucketMask;
+    const b = this.#get(slot, HASH) & this.#bucketMask;
     let s = this.#buckets[b]!;
     if (s === slot) {
-      this.#buckets[b] = this.#chain[slot]!;
+      this.#buckets[b] = this.#get(slot, CHAIN);
     } else {
-      while (this.#chain[s] !== slot) s = this.#chain[s]!;
-      this.#chain[s] = this.#chain[slot]!;
+      while (this.#get(s, CHAIN) !== slot) s = this.#get(s, CHAIN);
+      this.#set(s, CHAIN, this.#get(slot, CHAIN));
     }
-    this.#klen[slot] = 0;
-    this.#chain[slot] = this.#freeHead;
+    this.#set(slot, META, 0);
+    this.#set(slot, CHAIN, this.#freeHead);
     this.#freeHead = slot;
     this.#live--;
     if (expired) this.#expired++;
   }
 
   #freeChunk(slot: number): void {
-    const cls = this.#cls[slot]!;
-    const chunk = this.#chunk[slot]!;
+    const cls = this.#clsOf(slot);
+    const chunk = this.#get(slot, CHUNK);
     const moved = this.#arena.free(cls, chunk);
-    if (moved !== -1) this.#chunk[moved] = chunk;
+    if (moved !== -1) this.#set(moved, CHUNK, chunk);
   }
 
   /** Removes the least recently used key (counted as expired if its TTL has passed). */
   #evictOne(): void {
-    const victim = this.#next[LRU]!;
+    const victim = this.#get(LRU, NEXT);
     if (victim === LRU) throw new Error('kv-engine: usage above zero with no keys');
-    const expiresAt = this.#expiresAt[victim]!;
+    const expiresAt = this.#ttlOf(victim);
     const expired = expiresAt !== 0 && expiresAt <= this.#now();
     this.#remove(victim, expired);
     if (!expired) this.#evictions++;
   }
 
   #touch(slot: number): void {
-    if (this.#prev[LRU] === slot) return; // already the most recent
+    if (this.#get(LRU, PREV) === slot) return; // already the most recent
     this.#unlink(slot);
     this.#linkLast(slot);
   }
 
   #unlink(slot: number): void {
-    const prev = this.#prev[slot]!;
-    const next = this.#next[slot]!;
-    this.#next[prev] = next;
-    this.#prev[next] = prev;
+    const prev = this.#get(slot, PREV);
+    const next = this.#get(slot, NEXT);
+    this.#set(prev, NEXT, next);
+    this.#set(next, PREV, prev);
   }
 
   /** Links `slot` as the most recently used. */
   #linkLast(slot: number): void {
-    const last = this.#prev[LRU]!;
-    this.#prev[slot] = last;
-    this.#next[slot] = LRU;
-    this.#next[last] = slot;
-    this.#prev[LRU] = slot;
+    const last = this.#get(LRU, PREV);
+    this.#set(slot, PREV, last);
+    this.#set(slot, NEXT, LRU);
+    this.#set(last, NEXT, slot);
+    this.#set(LRU, PREV, slot);
   }
 }
 
