@@ -5,6 +5,7 @@
 //   bare-node         node:http hello world: the ceiling of Node's HTTP server here
 //   bare-express      Express 5 hello world: the ceiling any Express app can reach here
 //   backend           the backend app as shipped: metrics on, access logs at info
+//   backend-no-express... its one middleware on a bare node:http server (what Express costs it)
 //   backend-no-logs   ... with LOG_LEVEL=silent (no pino-http at all)
 //   backend-no-metrics... without the metrics (the cost of prom-client on the hot path)
 //   backend-bare      ... with neither
@@ -24,8 +25,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 
-export type HttpBenchMode = 'bare-node' | 'bare-express' | 'backend' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
-export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
+export type HttpBenchMode = 'bare-node' | 'bare-express' | 'backend' | 'backend-no-express' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
+export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-express', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
 
 export interface HttpBenchOptions {
   /** Seconds measured per mode (after the warm-up). */
@@ -218,6 +219,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   };
   ratio('backend / bare-express (goal >= 0.7)', rps('backend'), rps('bare-express'));
   ratio('bare-express / bare-node (the cost of Express)', rps('bare-express'), rps('bare-node'));
+  ratio('cost of Express in the backend: backend / backend-no-express', rps('backend'), rps('backend-no-express'));
   ratio('backend / naive (goal >= 5)', rps('backend'), rps('naive'));
   ratio('backend-bare / bare-express', rps('backend-bare'), rps('bare-express'));
   ratio('cost of metrics: backend / backend-no-metrics', rps('backend'), rps('backend-no-metrics'));
@@ -227,6 +229,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   const delta = (name: string, a: number | undefined, b: number | undefined) => {
     if (a !== undefined && b !== undefined) ratios[name] = Math.round((a - b) * 10) / 10;
   };
+  delta('Express, server CPU µs/req (backend - backend-no-express)', cpu('backend'), cpu('backend-no-express'));
   delta('metrics, server CPU µs/req (backend - backend-no-metrics)', cpu('backend'), cpu('backend-no-metrics'));
   delta('access logs, server CPU µs/req (backend - backend-no-logs)', cpu('backend'), cpu('backend-no-logs'));
   delta('store round trip and app, server CPU µs/req (backend-bare - bare-express)', cpu('backend-bare'), cpu('bare-express'));
@@ -331,7 +334,7 @@ async function serve(mode: HttpBenchMode, port: number, storePort: number, repor
     accountCpu(server, report, () => server.closeAllConnections());
     return;
   }
-  const { createBackendApp } = await import('../services/backend/backend-app.ts');
+  const { createBackendApp, createBackendHandler } = await import('../services/backend/backend-app.ts');
   const { createBackendMetrics } = await import('../services/backend/backend-metrics.ts');
   const { StorePool } = await import('../services/client/store-pool.ts');
   const { StoreConnection } = await import('../services/client/store-connection.ts');
@@ -340,8 +343,8 @@ async function serve(mode: HttpBenchMode, port: number, storePort: number, repor
   const { loadBackendConfig } = await import('../services/shared/config.ts');
 
   const config = loadBackendConfig({});
-  const withMetrics = mode === 'backend' || mode === 'backend-no-logs' || mode === 'naive';
-  const withLogs = mode === 'backend' || mode === 'backend-no-metrics' || mode === 'naive';
+  const withMetrics = mode === 'backend' || mode === 'backend-no-express' || mode === 'backend-no-logs' || mode === 'naive';
+  const withLogs = mode === 'backend' || mode === 'backend-no-express' || mode === 'backend-no-metrics' || mode === 'naive';
   const logger = createLogger({ name: 'kvbackend', level: withLogs ? 'info' : 'silent' });
   const pool = new StorePool({ host: '127.0.0.1', port: storePort, size: config.storePoolSize, timeoutMs: config.storeTimeoutMs });
   const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry(), poolStates: () => pool.stateCounts() }) : undefined;
@@ -362,7 +365,8 @@ async function serve(mode: HttpBenchMode, port: number, storePort: number, repor
         }
       : pool;
   if (mode !== 'naive') await pool.connect();
-  const app = createBackendApp({ store, metrics, logger, maxValueBytes: config.maxValueBytes });
+  const appOptions = { store, metrics, logger, maxValueBytes: config.maxValueBytes };
+  const app = mode === 'backend-no-express' ? createBackendHandler(appOptions) : createBackendApp(appOptions);
   const server = createHttpServer(app).listen(port, '127.0.0.1');
   accountCpu(server, report, () => {
     server.closeAllConnections();

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { StoreCommands } from '../client/store-commands.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -42,14 +42,44 @@ function ttlFromUrl(url: string): number | undefined {
  * drive it). One middleware answers every request: the hot path (GET of a key) runs
  * no router, body parser or query parser, and writes the response with Node's own calls.
  */
-export function createBackendApp({ store, metrics, logger, maxValueBytes, isClosing = () => false }: BackendAppOptions): Express {
+export function createBackendApp(options: BackendAppOptions): Express {
+  const { logger } = options;
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
+  app.use(createBackendHandler(options));
+
+  // Reached only if the handler throws synchronously past its own try (a bug).
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    logger.error({ err }, 'unhandled error in the backend app');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.statusCode = 500;
+    res.setHeader('Content-Type', TEXT);
+    res.end(errorReplies.internal.body);
+  });
+
+  return app;
+}
+
+/**
+ * The one middleware of createBackendApp. It uses nothing of Express (only Node's
+ * request and response), so the HTTP benchmark can also run it on a bare node:http
+ * server and measure what Express adds; the service always runs it inside the app.
+ */
+export function createBackendHandler({
+  store,
+  metrics,
+  logger,
+  maxValueBytes,
+  isClosing = () => false,
+}: BackendAppOptions): (req: IncomingMessage, res: ServerResponse) => void {
   // Access logs cost a child logger per request; skip them when nothing would be written.
   const accessLog = logger.isLevelEnabled('warn') ? createAccessLog(logger) : undefined;
 
-  app.use((req: Request, res: Response) => {
+  return (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
     assignRequestId(req, res);
     accessLog?.(req, res);
@@ -62,7 +92,7 @@ export function createBackendApp({ store, metrics, logger, maxValueBytes, isClos
         res.setHeader('Content-Length', body.length);
       }
       if (!res.destroyed) res.end(req.method === 'HEAD' ? undefined : body);
-      metrics?.recordRequest(req.method, status, (performance.now() - started) / 1000);
+      metrics?.recordRequest(req.method!, status, (performance.now() - started) / 1000);
     };
     const fail = (reply: ErrorReply): void => finish(reply.status, reply.body);
     const storeFailed = (err: unknown): void => {
@@ -73,7 +103,7 @@ export function createBackendApp({ store, metrics, logger, maxValueBytes, isClos
     };
 
     if (isClosing()) return fail(errorReplies.shuttingDown);
-    const found = keyFromPath(req.url);
+    const found = keyFromPath(req.url!);
     if ('error' in found && found.error === 'missing') return fail(errorReplies.missingKey);
     const method = req.method;
     if (method !== 'GET' && method !== 'HEAD' && method !== 'PUT' && method !== 'POST' && method !== 'DELETE') {
@@ -89,7 +119,7 @@ export function createBackendApp({ store, metrics, logger, maxValueBytes, isClos
       } else if (method === 'DELETE') {
         store.del(key).then(() => finish(204), storeFailed);
       } else {
-        const ttl = ttlFromUrl(req.url);
+        const ttl = ttlFromUrl(req.url!);
         if (Number.isNaN(ttl)) return fail(errorReplies.invalidTtl);
         readBody(req, maxValueBytes, (outcome, body) => {
           if (outcome === 'too_large') {
@@ -111,21 +141,7 @@ export function createBackendApp({ store, metrics, logger, maxValueBytes, isClos
     } catch (err) {
       storeFailed(err);
     }
-  });
-
-  // Reached only if the handler above throws synchronously past its own try (a bug).
-  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    logger.error({ err }, 'unhandled error in the backend app');
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    res.statusCode = 500;
-    res.setHeader('Content-Type', TEXT);
-    res.end(errorReplies.internal.body);
-  });
-
-  return app;
+  };
 }
 
 type BodyOutcome = 'ok' | 'too_large' | 'aborted';
