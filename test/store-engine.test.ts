@@ -336,6 +336,30 @@ describe('memory cap', () => {
   }
 });
 
+describe('key count limit', () => {
+  it('past maxKeys a new key evicts the least recently used one (lru) or is refused (noeviction)', () => {
+    const lru = engineWith({ maxKeys: 3 }).engine;
+    for (const key of ['a', 'b', 'c']) lru.set(key, b64('v'));
+    lru.get('a');
+    expect(lru.set('d', b64('v'))).toBe('ok');
+    expect(lru.get('b')).toBeUndefined();
+    expect(lru.evictions).toBe(1);
+    expect(lru.set('a', b64('overwrite'))).toBe('ok'); // an existing key is no new key
+    expect(lru.keyCount).toBe(3);
+    lru.verifyInvariants();
+
+    const strict = engineWith({ maxKeys: 3, evictionPolicy: 'noeviction' }).engine;
+    for (const key of ['a', 'b', 'c']) strict.set(key, b64('v'));
+    expect(strict.set('d', b64('v'))).toBe('out_of_memory');
+    expect(strict.set('c', b64('still fits'))).toBe('ok');
+    expect(strict.delete('a')).toBe(true);
+    expect(strict.set('d', b64('v'))).toBe('ok');
+    expect(strict.keyCount).toBe(3);
+    strict.verifyInvariants();
+    expect(() => new KvEngine({ maxMemoryBytes: 10, evictionPolicy: 'lru', maxKeys: 2 ** 40 })).toThrow(RangeError);
+  });
+});
+
 describe('time to live', () => {
   const v = b64('value');
 

@@ -31,6 +31,11 @@ export interface KvEngineOptions {
   evictionPolicy: 'lru' | 'noeviction';
   /** Milliseconds, monotonic; default performance.now(). */
   now?: () => number;
+  /**
+   * Most keys held (default and upper bound MAX_KEYS): past it a new key evicts the least
+   * recently used one, or under noeviction gets out_of_memory, as if the cap were reached.
+   */
+  maxKeys?: number;
 }
 
 export type SetOutcome = 'ok' | 'out_of_memory';
@@ -43,6 +48,8 @@ export const SWEEP_ENTRIES_PER_MS = 10_000;
 export const MAX_TTL_SECONDS = 1e9;
 /** Longest key in bytes (SPEC §1); key lengths are held in a byte per slot. */
 export const MAX_KEY_BYTES = 250;
+/** Most keys one engine holds: slot numbers times the slot size must stay within int32. */
+export const MAX_KEYS = 2 ** 27;
 
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
@@ -89,6 +96,7 @@ const grownInt32 = (a: Int32Array, n: number): Int32Array<ArrayBuffer> => {
 
 export class KvEngine {
   readonly maxMemoryBytes: number;
+  readonly maxKeys: number;
   readonly #noeviction: boolean;
   readonly #now: () => number;
   readonly #seed = randomInt(2 ** 32) | 0;
@@ -115,7 +123,11 @@ export class KvEngine {
   #misses = 0;
 
   constructor(options: KvEngineOptions) {
-    const { maxMemoryBytes, evictionPolicy } = options;
+    const { maxMemoryBytes, evictionPolicy, maxKeys = MAX_KEYS } = options;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > MAX_KEYS) {
+      throw new RangeError(`maxKeys must be an integer from 1 to ${MAX_KEYS}, got ${maxKeys}`);
+    }
+    this.maxKeys = maxKeys;
     if (!Number.isSafeInteger(maxMemoryBytes) || maxMemoryBytes < 0) {
       throw new RangeError(`maxMemoryBytes must be a non-negative integer, got ${maxMemoryBytes}`);
     }
@@ -213,7 +225,9 @@ export class KvEngine {
         this.#freeChunk(slot);
       }
     } else {
-      if (this.#noeviction && this.#usage + size > max) return 'out_of_memory';
+      const full = this.#live >= this.maxKeys;
+      if (this.#noeviction && (full || this.#usage + size > max)) return 'out_of_memory';
+      if (full) this.#evictOne();
       while (this.#usage + size > max) this.#evictOne();
       slot = this.#newSlot(h);
     }
@@ -380,6 +394,7 @@ export class KvEngine {
     if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
     if (live + free + 1 !== this.#top) fail(`slots leak: ${live} live + ${free} free of ${this.#top - 1}`);
     if (this.#live > this.#bucketMask + 1) fail('more keys than buckets');
+    if (this.#live > this.maxKeys) fail(`${this.#live} keys, more than maxKeys ${this.maxKeys}`);
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
     const chunks = this.#arena.verify((owner, cls, chunk) => {
