@@ -45,6 +45,8 @@ export interface HttpBenchOptions {
 export interface HttpBenchResult {
   readonly mode: HttpBenchMode;
   readonly requestsPerSecond: number;
+  /** Lowest and highest req/s over the rounds: how far apart the rounds were. */
+  readonly requestsPerSecondRange: readonly [number, number];
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
   readonly requests: number;
   readonly errors: number;
@@ -182,6 +184,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       return {
         mode,
         requestsPerSecond: r.requests.average,
+        requestsPerSecondRange: [r.requests.average, r.requests.average],
         latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
         requests: r.requests.total,
         errors: r.errors + r.timeouts,
@@ -203,6 +206,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       // on a shared machine the two are disturbed by different things.
       results.push({
         ...sorted[Math.floor((sorted.length - 1) / 2)]!,
+        requestsPerSecondRange: [sorted[0]!.requestsPerSecond, sorted[sorted.length - 1]!.requestsPerSecond],
         serverCpuMicrosPerRequest: median(runs.map((r) => r.serverCpuMicrosPerRequest)),
         storeCpuMicrosPerRequest: median(runs.map((r) => r.storeCpuMicrosPerRequest)),
       });
@@ -284,6 +288,9 @@ export function formatHttpBench(report: HttpBenchReport): string {
         : r.storeCpuMicrosPerRequest.toFixed(1)
       ).padStart(13)} ${`${r.loadGeneratorCpuPercent}%`.padStart(13)}`,
     );
+  }
+  if (report.rounds > 1) {
+    lines.push('', 'req/s over the rounds (lowest-highest): ' + report.results.map((r) => `${r.mode} ${r.requestsPerSecondRange.map((v) => v.toFixed(0)).join('-')}`).join(', '));
   }
   for (const r of report.results) {
     if (r.non2xx > 0) lines.push(`  ${r.mode}: status codes ${JSON.stringify(r.statusCodes)}`);
