@@ -1,3 +1,4 @@
+import { createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   StoreConnection,
@@ -9,6 +10,7 @@ import {
 } from '../services/client/index.ts';
 import { startFakeStore, type FakeAction, type FakeStore } from './helpers/fake-store.ts';
 import { freePort } from '../services/shared/free-port.ts';
+import { listen } from '../services/shared/listen.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const cleanups: (() => unknown)[] = [];
@@ -104,6 +106,76 @@ describe('StoreConnection typed commands', () => {
   });
 });
 
+/** A server that answers PONG to every line and records each chunk as it arrived, per socket. */
+async function chunkRecorder(): Promise<{ port: number; chunks: Map<Socket, string[]> }> {
+  const chunks = new Map<Socket, string[]>();
+  const server = createServer((socket) => {
+    chunks.set(socket, []);
+    socket.on('error', () => {});
+    socket.on('data', (chunk: Buffer) => {
+      chunks.get(socket)!.push(chunk.toString('latin1'));
+      socket.write('PONG\n'.repeat(chunk.toString('latin1').split('\n').length - 1));
+    });
+  });
+  const port = await listen(server, 0, '127.0.0.1');
+  cleanups.push(() => {
+    for (const s of chunks.keys()) s.destroy();
+    return new Promise((r) => server.close(r));
+  });
+  return { port, chunks };
+}
+
+/** Resolves in the next turn of the event loop (after this turn's setImmediate callbacks). */
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('StoreConnection write batching', () => {
+  it('sends the commands of one event-loop turn in one write, across ticks and microtasks', async () => {
+    const { port, chunks } = await chunkRecorder();
+    const conn = connection(port);
+    await conn.connect();
+    await nextTurn();
+    const replies = [conn.ping()];
+    process.nextTick(() => replies.push(conn.ping()));
+    await Promise.resolve();
+    replies.push(conn.ping());
+    await new Promise<void>((r) => process.nextTick(r));
+    replies.push(conn.ping());
+    expect(conn.batching).toBe(true);
+    await nextTurn();
+    expect(conn.batching).toBe(false);
+    await Promise.all(replies);
+    expect([...chunks.values()]).toEqual([['PING\nPING\nPING\nPING\n']]);
+    // the next turn is a write of its own
+    await conn.ping();
+    expect([...chunks.values()][0]).toEqual(['PING\nPING\nPING\nPING\n', 'PING\n']);
+  });
+
+  it('keeps binary values byte for byte in a batch mixed with text commands', async () => {
+    const store = await fake((line) => (line.startsWith('SET') ? 'OK' : 'PONG'));
+    const conn = connection(store.port);
+    await conn.connect();
+    const value = Buffer.from([0x00, 0xff, 0x20, 0x0d, 0x41]);
+    await Promise.all([conn.ping(), conn.set('bin', value), conn.set('text', 'é'), conn.ping()]);
+    expect(store.receivedRaw).toEqual([
+      Buffer.from('PING'),
+      Buffer.concat([Buffer.from('SET bin '), value]),
+      Buffer.from('SET text é'),
+      Buffer.from('PING'),
+    ]);
+  });
+
+  it('drops the unsent batch of a destroyed connection: its commands fail, nothing is written', async () => {
+    const { port, chunks } = await chunkRecorder();
+    const conn = connection(port);
+    await conn.connect();
+    const pending = [conn.ping(), conn.ping()];
+    conn.destroy();
+    for (const p of pending) await expect(p).rejects.toBeInstanceOf(StoreUnavailableError);
+    await nextTurn();
+    expect([...chunks.values()].flat()).toEqual([]);
+  });
+});
+
 describe('StoreConnection pipelining and failures', () => {
   it('matches 5,000 pipelined replies in order', async () => {
     const store = await fake((line) => `VALUE ${Buffer.from(line.slice(4)).toString('base64')}`);
@@ -184,6 +256,19 @@ describe('StorePool', () => {
     await Promise.all(Array.from({ length: 30 }, () => pool.ping()));
     expect(store.sockets.size).toBe(3);
     expect(pool.stateCounts().connected).toBe(3);
+  });
+
+  it('sends one turn of commands on one connection, and each turn on the next one', async () => {
+    const { port, chunks } = await chunkRecorder();
+    const pool = new StorePool({ host: '127.0.0.1', port, size: 3 });
+    cleanups.push(() => pool.destroy());
+    expect(await pool.connect()).toBe(true);
+    for (let turn = 0; turn < 6; turn++) {
+      await Promise.all(Array.from({ length: 4 }, () => pool.ping()));
+      await nextTurn();
+    }
+    // 6 turns of 4 commands over 3 connections: two writes of 4 lines on each
+    expect([...chunks.values()].map((c) => c.join('|'))).toEqual(Array(3).fill('PING\nPING\nPING\nPING\n|PING\nPING\nPING\nPING\n'));
   });
 
   it('reports each typed command to its observer with result and duration', async () => {

@@ -7,13 +7,15 @@ export interface StorePoolOptions extends StoreConnectionOptions {
 }
 
 /**
- * A small, fixed set of persistent connections. Commands go round-robin to a connected
- * member; while none is connected they go to one that fails fast (or waits, if it is
- * connecting), so no request hangs on a dead store.
+ * A small, fixed set of persistent connections. Each turn of the event loop takes the
+ * next connected member, round-robin, and the rest of that turn's commands join it (so
+ * they leave in one write, see StoreConnection); while none is connected commands go to
+ * one that fails fast (or waits, if it is connecting), so no request hangs on a dead store.
  */
 export class StorePool extends StoreCommands {
   readonly connections: readonly StoreConnection[];
   #next = 0;
+  #current: StoreConnection | undefined;
 
   constructor({ size = 4, ...options }: StorePoolOptions) {
     super();
@@ -27,12 +29,17 @@ export class StorePool extends StoreCommands {
   }
 
   command(payload: Payload): Promise<string> {
+    const current = this.#current;
+    if (current !== undefined && current.batching && current.state === 'connected') return current.command(payload);
     const n = this.connections.length;
     const start = this.#next;
     this.#next = (start + 1) % n;
     for (let i = 0; i < n; i++) {
       const conn = this.connections[(start + i) % n]!;
-      if (conn.state === 'connected') return conn.command(payload);
+      if (conn.state === 'connected') {
+        this.#current = conn;
+        return conn.command(payload);
+      }
     }
     return this.connections[start]!.command(payload);
   }
