@@ -56,6 +56,8 @@ const MAX_CONNECTIONS_REPLY = 'ERROR max connections reached\n';
  */
 class ClientConnection {
   readonly socket: Socket;
+  /** In the server's list of connections to flush at the end of the turn. */
+  flushQueued = false;
   readonly #server: StoreServer;
   readonly #framer: LineFramer;
   #out = '';
@@ -93,6 +95,18 @@ class ClientConnection {
     if (this.#ending) return; // after QUIT or an over-long line the rest is read and dropped
     server.lastTick = performance.now();
     this.#framer.push(chunk);
+    // Replies go out at the end of this event-loop turn, after every connection that had
+    // input has been read, as Redis writes in its beforeSleep: a burst of reads is answered
+    // by a burst of writes, so a client with many connections is woken once, not per reply.
+    server.flushSoon(this);
+  }
+
+  /** Writes the replies built so far (called by the server at the end of the turn). */
+  flushNow(): void {
+    if (this.socket.destroyed) {
+      this.#out = '';
+      return;
+    }
     this.#flush();
     this.#afterWrite();
   }
@@ -262,6 +276,7 @@ class ClientConnection {
 
   /** Ends the socket after the queued replies; reading goes on (and is dropped) so the peer gets a FIN, not a reset. */
   #finish(): void {
+    this.#flush(); // replies still waiting for the end of the turn go before the FIN
     if (this.#paused) {
       this.#paused = false;
       this.socket.resume();
@@ -303,6 +318,18 @@ export class StoreServer {
   readonly #startedAt = performance.now();
   #closing = false;
   #onAllClosed: (() => void) | undefined;
+  /** Connections with replies to write at the end of this event-loop turn. */
+  #toFlush: ClientConnection[] = [];
+  #flushScheduled = false;
+  readonly #flushAll = (): void => {
+    this.#flushScheduled = false;
+    const list = this.#toFlush;
+    this.#toFlush = [];
+    for (const c of list) {
+      c.flushQueued = false;
+      c.flushNow();
+    }
+  };
 
   constructor(options: StoreServerOptions) {
     this.options = options;
@@ -358,6 +385,18 @@ export class StoreServer {
       });
     }
     logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
+  }
+
+  /** Queues a connection's replies for the end of this event-loop turn (setImmediate runs after the poll phase's reads). */
+  flushSoon(connection: ClientConnection): void {
+    if (!connection.flushQueued) {
+      connection.flushQueued = true;
+      this.#toFlush.push(connection);
+    }
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(this.#flushAll);
+    }
   }
 
   /** The STATS reply (without LF). */
