@@ -363,7 +363,7 @@ interface HttpRun {
  * mode (the backend as shipped, bare Express, ...), run here as a child process.
  */
 async function httpBench(s: Settings): Promise<HttpRun> {
-  const args = ['bench/http-bench.ts', '--duration', String(s.duration), '--warmup', String(s.warmup), '--connections', String(s.connections), '--json'];
+  const args = ['bench/http-bench.ts', '--duration', String(s.duration), '--warmup', String(s.warmup), '--connections', String(s.connections), '--rounds', String(s.rounds), '--json'];
   const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
   children.add(child);
   let out = '';
