@@ -24,6 +24,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
+import { median, medianBy } from './median.ts';
 
 export type HttpBenchMode = 'bare-node' | 'bare-express' | 'backend' | 'backend-no-express' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
 export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-express', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
@@ -201,12 +202,12 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       for (const [i, mode] of modes.entries()) rounds[i]!.push(await runOne(mode, round));
     }
     for (const runs of rounds) {
-      const sorted = [...runs].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+      const rps = runs.map((r) => r.requestsPerSecond);
       // CPU per request is the median of its own over the rounds, not the median round's:
       // on a shared machine the two are disturbed by different things.
       results.push({
-        ...sorted[Math.floor((sorted.length - 1) / 2)]!,
-        requestsPerSecondRange: [sorted[0]!.requestsPerSecond, sorted[sorted.length - 1]!.requestsPerSecond],
+        ...medianBy(runs, (r) => r.requestsPerSecond)!,
+        requestsPerSecondRange: [Math.min(...rps), Math.max(...rps)],
         serverCpuMicrosPerRequest: median(runs.map((r) => r.serverCpuMicrosPerRequest)),
         storeCpuMicrosPerRequest: median(runs.map((r) => r.storeCpuMicrosPerRequest)),
       });
@@ -238,12 +239,6 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   delta('access logs, server CPU µs/req (backend - backend-no-logs)', cpu('backend'), cpu('backend-no-logs'));
   delta('store round trip and app, server CPU µs/req (backend-bare - bare-express)', cpu('backend-bare'), cpu('bare-express'));
   return { connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
-}
-
-/** The median of the defined values (the lower middle one of an even count), if any. */
-function median(values: readonly (number | undefined)[]): number | undefined {
-  const defined = values.filter((v): v is number => v !== undefined).sort((a, b) => a - b);
-  return defined.length === 0 ? undefined : defined[Math.floor((defined.length - 1) / 2)];
 }
 
 /** User + system CPU time of a process so far, in µs, from /proc (undefined elsewhere). */

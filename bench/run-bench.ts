@@ -13,6 +13,7 @@ import { StoreConnection } from '../services/client/index.ts';
 import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
 import type { HttpBenchReport } from './http-bench.ts';
 import { freePort } from '../services/shared/free-port.ts';
+import { medianBy } from './median.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -429,7 +430,7 @@ async function main(): Promise<void> {
     if (runs.redis[0]) commands.push(`bench:   ${runs.redis[0].command}`);
     storeRuns[depth] = runs;
   }
-  const median = (runs: StoreRun[]): StoreRun | undefined => [...runs].sort((a, b) => a.result.opsPerSec - b.result.opsPerSec)[(runs.length - 1) >> 1];
+  const median = (runs: StoreRun[]): StoreRun | undefined => medianBy(runs, (r) => r.result.opsPerSec);
   const roundRatios = (d: number): number[] => storeRuns[d]!.redis.map((r, i) => storeRuns[d]!.kvstack[i]!.result.opsPerSec / r.result.opsPerSec);
   results.store = Object.fromEntries(
     depths.map((d) => [

@@ -182,8 +182,8 @@ export class KvEngine {
     this.#hits++;
     const c = this.#arena.classes[this.#clsOf(slot)]!;
     const i = this.#get(slot, CHUNK);
-    const start = (i & c.mask) * c.size + ke - ks;
-    return (c.pages[i >>> c.shift] as Base64Sliceable).base64Slice(start, start + this.#get(slot, VLEN));
+    const start = c.offsetOf(i) + ke - ks;
+    return (c.pageOf(i) as Base64Sliceable).base64Slice(start, start + this.#get(slot, VLEN));
   }
 
   /**
@@ -234,8 +234,8 @@ export class KvEngine {
     if (fresh) this.#set(slot, CHUNK, arena.alloc(cls, slot, size));
     const c = arena.classes[cls]!;
     const i = this.#get(slot, CHUNK);
-    const page = c.pages[i >>> c.shift]!;
-    const at = (i & c.mask) * c.size;
+    const page = c.pageOf(i);
+    const at = c.offsetOf(i);
     if (fresh) copyBytes(buf, ks, ke, page, at);
     copyBytes(buf, vs, ve, page, at + klen);
     this.#set(slot, META, klen | (cls << CLS_SHIFT));
@@ -456,8 +456,8 @@ export class KvEngine {
       if (this.#get(s, HASH) === h && this.#klenOf(s) === klen) {
         const c = this.#arena.classes[this.#clsOf(s)]!;
         const i = this.#get(s, CHUNK);
-        const page = c.pages[i >>> c.shift]!;
-        let at = (i & c.mask) * c.size;
+        const page = c.pageOf(i);
+        let at = c.offsetOf(i);
         let k = ks;
         while (k < ke && page[at] === buf[k]) {
           at++;
@@ -472,7 +472,7 @@ export class KvEngine {
   #record(slot: number): { page: Buffer; at: number } {
     const c = this.#arena.classes[this.#clsOf(slot)]!;
     const i = this.#get(slot, CHUNK);
-    return { page: c.pages[i >>> c.shift]!, at: (i & c.mask) * c.size };
+    return { page: c.pageOf(i), at: c.offsetOf(i) };
   }
 
   /** True (and the key is removed, counted as expired) when the key's TTL has passed. */

@@ -48,8 +48,19 @@ export class SizeClass {
     this.mask = (1 << shift) - 1;
   }
 
-  get chunksPerPage(): number {
-    return 1 << this.shift;
+  /** The page holding chunk i. */
+  pageOf(i: number): Buffer {
+    return this.pages[i >>> this.shift]!;
+  }
+
+  /** Where chunk i starts in its page. */
+  offsetOf(i: number): number {
+    return (i & this.mask) * this.size;
+  }
+
+  /** Pages needed for `count` chunks. */
+  pagesFor(count: number): number {
+    return (count + this.mask) >>> this.shift;
   }
 }
 
@@ -103,7 +114,7 @@ export class RecordArena {
       const page = Buffer.allocUnsafeSlow(Math.max(1, bytes));
       c.pages[i] = page;
       this.#pageBytes += page.length;
-    } else if (i >>> c.shift >= c.pages.length) {
+    } else if (c.pagesFor(i + 1) > c.pages.length) {
       const page = Buffer.allocUnsafeSlow(c.size << c.shift);
       c.pages.push(page);
       this.#pageBytes += page.length;
@@ -132,7 +143,8 @@ export class RecordArena {
       c.pages.length = last;
     } else if (i !== last) {
       const size = c.size;
-      c.pages[last >>> c.shift]!.copy(c.pages[i >>> c.shift]!, (i & c.mask) * size, (last & c.mask) * size, ((last & c.mask) + 1) * size);
+      const from = c.offsetOf(last);
+      c.pageOf(last).copy(c.pageOf(i), c.offsetOf(i), from, from + size);
     }
     if (i !== last) {
       moved = c.owners[last]!;
@@ -141,7 +153,7 @@ export class RecordArena {
     c.count = last;
     if (c.size > 0) {
       // Keep at most one empty page at the end of the class.
-      const needed = (last + c.mask) >>> c.shift;
+      const needed = c.pagesFor(last);
       while (c.pages.length > needed + 1) this.#pageBytes -= c.pages.pop()!.length;
     }
     if (c.owners.length > 64 && last * 4 < c.owners.length) c.owners = c.owners.slice(0, c.owners.length >> 1);
@@ -156,7 +168,7 @@ export class RecordArena {
       if (c.size === 0) {
         if (c.pages.length !== c.count) throw new Error(`record arena: large class holds ${c.pages.length} pages for ${c.count} records`);
       } else {
-        const needed = (c.count + c.mask) >>> c.shift;
+        const needed = c.pagesFor(c.count);
         if (c.pages.length < needed || c.pages.length > needed + 1) {
           throw new Error(`record arena: class ${c.size} holds ${c.pages.length} pages for ${c.count} chunks`);
         }

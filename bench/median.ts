@@ -1,0 +1,16 @@
+// Medians for the benchmarks' interleaved rounds: the lower middle of an even count, so
+// the reported figure is always one that was measured.
+
+/** The item whose `value` is the median (the lower middle one of an even count); undefined when empty. */
+export function medianBy<T>(items: readonly T[], value: (item: T) => number): T | undefined {
+  const sorted = [...items].sort((a, b) => value(a) - value(b));
+  return sorted[(sorted.length - 1) >> 1];
+}
+
+/** The median of the defined values, if any. */
+export function median(values: readonly (number | undefined)[]): number | undefined {
+  return medianBy(
+    values.filter((v): v is number => v !== undefined),
+    (v) => v,
+  );
+}
