@@ -1,6 +1,8 @@
 // HTTP benchmark of the backend: GET of a prefilled key at 50 concurrent connections,
-// measured with autocannon against servers running as child processes (the load
-// generator needs its own core). Modes, all measured in the same run:
+// measured against servers running as child processes. The load generator is wrk (C,
+// one thread) when it is on PATH, else autocannon (JavaScript, in this process, and
+// about twice as hungry for the CPU the servers share with it); the report names it.
+// Modes, all measured in the same run:
 //
 //   bare-node         node:http hello world: the ceiling of Node's HTTP server here
 //   bare-express      Express 5 hello world: the ceiling any Express app can reach here
@@ -12,9 +14,10 @@
 //   naive             the backend app over one new TCP connection to the store per request
 //
 // `npm run bench` calls runHttpBench(); `node bench/http-bench.ts [--duration s]
-// [--warmup s] [--rounds n] [--connections n] [--modes a,b] [--json]` runs it alone. A benchmark, not a test:
+// [--warmup s] [--rounds n] [--connections n] [--modes a,b] [--load-generator wrk|autocannon]
+// [--json]` runs it alone. A benchmark, not a test:
 // numbers depend on the machine; compare modes within one run.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +42,8 @@ export interface HttpBenchOptions {
   readonly rounds?: number;
   /** Size of the prefilled value, in bytes. */
   readonly valueBytes?: number;
+  /** wrk when it is on PATH, else autocannon. */
+  readonly loadGenerator?: LoadGeneratorName;
   /** Progress lines (to stderr by default). */
   readonly log?: (line: string) => void;
 }
@@ -49,6 +54,8 @@ export interface HttpBenchResult {
   /** Lowest and highest req/s over the rounds: how far apart the rounds were. */
   readonly requestsPerSecondRange: readonly [number, number];
   readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
+  /** Lowest and highest p99 over the rounds, in ms. */
+  readonly p99RangeMs: readonly [number, number];
   readonly requests: number;
   readonly errors: number;
   readonly non2xx: number;
@@ -59,8 +66,8 @@ export interface HttpBenchResult {
   /** The same for the store process (Linux only: read from /proc). */
   readonly storeCpuMicrosPerRequest: number | undefined;
   /**
-   * CPU the load generator (autocannon, in this process) used during the measured run,
-   * in % of one core: near 100 means it, not the server, sets the pace.
+   * CPU the load generator used during the measured run, in % of one core: near 100
+   * means it, not the server, sets the pace.
    */
   readonly loadGeneratorCpuPercent: number;
   /** Which round this (median) result comes from (its CPU figures are the medians over all rounds). */
@@ -68,6 +75,7 @@ export interface HttpBenchResult {
 }
 
 export interface HttpBenchReport {
+  readonly loadGenerator: LoadGeneratorName;
   readonly connections: number;
   readonly durationSeconds: number;
   readonly rounds: number;
@@ -75,6 +83,98 @@ export interface HttpBenchReport {
   readonly results: readonly HttpBenchResult[];
   /** Ratios the goals are stated in, and CPU differences between modes, when both were measured. */
   readonly ratios: Record<string, number>;
+}
+
+export type LoadGeneratorName = 'wrk' | 'autocannon';
+
+/** One measured run of a load generator. */
+export interface LoadRun {
+  readonly requestsPerSecond: number;
+  readonly requests: number;
+  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
+  /** Connection errors and time-outs. */
+  readonly errors: number;
+  readonly non2xx: number;
+  readonly statusCodes: Record<string, number>;
+  /** CPU time the load generator used (user + system), in µs. */
+  readonly cpuMicros: number;
+}
+export type LoadGenerator = (url: string, connections: number, durationSeconds: number) => Promise<LoadRun>;
+
+/** wrk if it is on PATH (Debian: apt-get install wrk), else autocannon. */
+export function defaultLoadGenerator(): LoadGeneratorName {
+  try {
+    execFileSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' });
+    return 'wrk';
+  } catch {
+    return 'autocannon';
+  }
+}
+
+// wrk's done() hook: its figures as JSON (latencies in µs) to the file WRK_REPORT names.
+const WRK_REPORT_SCRIPT = `
+done = function(summary, latency, requests)
+  local e = summary.errors
+  local f = assert(io.open(os.getenv("WRK_REPORT"), "w"))
+  f:write(string.format('{"requests":%d,"durationMicros":%d,"p50":%d,"p90":%d,"p99":%d,"max":%d,' ..
+    '"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d}',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90),
+    latency:percentile(99), latency.max, e.connect, e.read, e.write, e.timeout, e.status))
+  f:close()
+end
+`;
+
+/**
+ * wrk with one thread (one core at most), run under sh so that \`times\` reports its CPU
+ * time once it has exited. Non-2xx counts come as one figure: wrk does not split them by
+ * status (a response() hook would, at a cost per request).
+ */
+export function wrkLoadGenerator(workDir: string): LoadGenerator {
+  const script = join(workDir, 'report.lua');
+  writeFileSync(script, WRK_REPORT_SCRIPT);
+  let runs = 0;
+  return async (url, connections, durationSeconds) => {
+    const report = join(workDir, `wrk-${++runs}.json`);
+    const args = ['-t1', `-c${connections}`, `-d${durationSeconds}s`, '-s', script, url];
+    const stdout = await new Promise<string>((resolve, reject) => {
+      const child = spawn('sh', ['-c', 'wrk "$@" >/dev/null && times', 'sh', ...args], { env: { ...process.env, WRK_REPORT: report }, stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+      child.once('error', reject);
+      child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}`))));
+    });
+    const r = JSON.parse(readFileSync(report, 'utf8')) as Record<string, number>;
+    // `times` prints the shell's user and system time, then its children's: "0m1.23s 0m0.45s".
+    const children = stdout.trim().split('\n').at(-1)!.match(/(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s/);
+    const cpuMicros = children ? (Number(children[1]) * 60 + Number(children[2]) + Number(children[3]) * 60 + Number(children[4])) * 1e6 : NaN;
+    const ms = (micros: number) => micros / 1000;
+    return {
+      requestsPerSecond: r.requests! / (r.durationMicros! / 1e6),
+      requests: r.requests!,
+      latencyMs: { p50: ms(r.p50!), p90: ms(r.p90!), p99: ms(r.p99!), max: ms(r.max!) },
+      errors: r.connect! + r.read! + r.write! + r.timeout!,
+      non2xx: r.status!,
+      statusCodes: (r.status! > 0 ? { 'not 2xx/3xx': r.status! } : {}) as Record<string, number>,
+      cpuMicros,
+    };
+  };
+}
+
+export function autocannonLoadGenerator(): LoadGenerator {
+  return async (url, connections, durationSeconds) => {
+    const before = process.cpuUsage();
+    const r = await autocannon({ url, connections, duration: durationSeconds });
+    const used = process.cpuUsage(before);
+    return {
+      requestsPerSecond: r.requests.average,
+      requests: r.requests.total,
+      latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
+      errors: r.errors + r.timeouts,
+      non2xx: r.non2xx,
+      statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
+      cpuMicros: used.user + used.system,
+    };
+  };
 }
 
 interface AutocannonResult {
@@ -134,8 +234,10 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   const valueBytes = options.valueBytes ?? 64;
   const roundCount = options.rounds ?? 1;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const loadGeneratorName = options.loadGenerator ?? defaultLoadGenerator();
 
   const reportDir = mkdtempSync(join(tmpdir(), 'kvstack-http-bench-'));
+  const load = loadGeneratorName === 'wrk' ? wrkLoadGenerator(reportDir) : autocannonLoadGenerator();
   const storePort = await freePort();
   const store = startChild(['services/store/main.ts'], {
     STORE_HOST: '127.0.0.1',
@@ -153,24 +255,22 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       const port = await freePort();
       const report = join(reportDir, `${mode}-${round}.json`);
       const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', String(storePort), '--report', report], {});
-      let r: AutocannonResult;
+      let r: LoadRun;
       let storeCpu: number | undefined;
       let loadGeneratorCpuPercent = 0;
       try {
         await waitForPort(port, server);
-        log(`http-bench: round ${round}/${roundCount} ${mode}: ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
+        log(`http-bench: round ${round}/${roundCount} ${mode}: ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections (${loadGeneratorName})`);
         const url = `http://127.0.0.1:${port}/${KEY}`;
-        if (warmupSeconds > 0) await autocannon({ url, connections, duration: warmupSeconds });
+        if (warmupSeconds > 0) await load(url, connections, warmupSeconds);
         server.kill('SIGUSR2'); // the server starts counting CPU time and requests here
         const storeCpuBefore = processCpuMicros(store.pid);
-        const ownCpuBefore = process.cpuUsage();
         const startedAt = performance.now();
-        r = await autocannon({ url, connections, duration: durationSeconds });
-        const own = process.cpuUsage(ownCpuBefore);
-        loadGeneratorCpuPercent = Math.round(((own.user + own.system) / ((performance.now() - startedAt) * 1000)) * 100);
+        r = await load(url, connections, durationSeconds);
+        loadGeneratorCpuPercent = Math.round((r.cpuMicros / ((performance.now() - startedAt) * 1000)) * 100);
         const storeCpuAfter = processCpuMicros(store.pid);
-        if (storeCpuBefore !== undefined && storeCpuAfter !== undefined && r.requests.total > 0) {
-          storeCpu = Math.round(((storeCpuAfter - storeCpuBefore) / r.requests.total) * 10) / 10;
+        if (storeCpuBefore !== undefined && storeCpuAfter !== undefined && r.requests > 0) {
+          storeCpu = Math.round(((storeCpuAfter - storeCpuBefore) / r.requests) * 10) / 10;
         }
       } finally {
         await stopChild(server);
@@ -180,17 +280,18 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
         const usage = JSON.parse(readFileSync(report, 'utf8')) as { cpuMicros: number; requests: number };
         if (usage.requests > 0) cpu = Math.round((usage.cpuMicros / usage.requests) * 10) / 10;
       } catch {
-        // no report: the server died; the autocannon errors tell the story
+        // no report: the server died; the load generator's errors tell the story
       }
       return {
         mode,
-        requestsPerSecond: r.requests.average,
-        requestsPerSecondRange: [r.requests.average, r.requests.average],
-        latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
-        requests: r.requests.total,
-        errors: r.errors + r.timeouts,
+        requestsPerSecond: r.requestsPerSecond,
+        requestsPerSecondRange: [r.requestsPerSecond, r.requestsPerSecond],
+        latencyMs: r.latencyMs,
+        p99RangeMs: [r.latencyMs.p99, r.latencyMs.p99],
+        requests: r.requests,
+        errors: r.errors,
         non2xx: r.non2xx,
-        statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
+        statusCodes: r.statusCodes,
         serverCpuMicrosPerRequest: cpu,
         storeCpuMicrosPerRequest: storeCpu,
         loadGeneratorCpuPercent,
@@ -203,11 +304,13 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
     }
     for (const runs of rounds) {
       const rps = runs.map((r) => r.requestsPerSecond);
+      const p99s = runs.map((r) => r.latencyMs.p99);
       // CPU per request is the median of its own over the rounds, not the median round's:
       // on a shared machine the two are disturbed by different things.
       results.push({
         ...medianBy(runs, (r) => r.requestsPerSecond)!,
         requestsPerSecondRange: [Math.min(...rps), Math.max(...rps)],
+        p99RangeMs: [Math.min(...p99s), Math.max(...p99s)],
         serverCpuMicrosPerRequest: median(runs.map((r) => r.serverCpuMicrosPerRequest)),
         storeCpuMicrosPerRequest: median(runs.map((r) => r.storeCpuMicrosPerRequest)),
       });
@@ -238,7 +341,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   delta('metrics, server CPU µs/req (backend - backend-no-metrics)', cpu('backend'), cpu('backend-no-metrics'));
   delta('access logs, server CPU µs/req (backend - backend-no-logs)', cpu('backend'), cpu('backend-no-logs'));
   delta('store round trip and app, server CPU µs/req (backend-bare - bare-express)', cpu('backend-bare'), cpu('bare-express'));
-  return { connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
+  return { loadGenerator: loadGeneratorName, connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
 }
 
 /** User + system CPU time of a process so far, in µs, from /proc (undefined elsewhere). */
@@ -268,7 +371,7 @@ async function prefill(storePort: number, valueBytes: number): Promise<void> {
 
 export function formatHttpBench(report: HttpBenchReport): string {
   const lines = [
-    `HTTP GET of a prefilled key, ${report.connections} connections, ${report.durationSeconds}s per mode, median of ${report.rounds} round(s), Node ${report.node}`,
+    `HTTP GET of a prefilled key, ${report.connections} connections (${report.loadGenerator}), ${report.durationSeconds}s per mode, median of ${report.rounds} round(s), Node ${report.node}`,
     '',
     'mode                  req/s   p50 ms  p90 ms  p99 ms  max ms  errors  non-2xx  server µs/req  store µs/req  load gen CPU',
   ];
@@ -286,6 +389,7 @@ export function formatHttpBench(report: HttpBenchReport): string {
   }
   if (report.rounds > 1) {
     lines.push('', 'req/s over the rounds (lowest-highest): ' + report.results.map((r) => `${r.mode} ${r.requestsPerSecondRange.map((v) => v.toFixed(0)).join('-')}`).join(', '));
+    lines.push('p99 ms over the rounds (lowest-highest): ' + report.results.map((r) => `${r.mode} ${r.p99RangeMs.map((v) => v.toFixed(2)).join('-')}`).join(', '));
   }
   for (const r of report.results) {
     if (r.non2xx > 0) lines.push(`  ${r.mode}: status codes ${JSON.stringify(r.statusCodes)}`);
@@ -376,6 +480,11 @@ async function serve(mode: HttpBenchMode, port: number, storePort: number, repor
   });
 }
 
+function parseLoadGenerator(name: string | undefined): LoadGeneratorName | undefined {
+  if (name === undefined || name === 'wrk' || name === 'autocannon') return name;
+  throw new Error(`unknown load generator ${name}; wrk or autocannon`);
+}
+
 if (import.meta.main) {
   const { values } = parseArgs({
     options: {
@@ -388,6 +497,7 @@ if (import.meta.main) {
       connections: { type: 'string' },
       modes: { type: 'string' },
       rounds: { type: 'string' },
+      'load-generator': { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -402,6 +512,7 @@ if (import.meta.main) {
       connections: values.connections ? Number(values.connections) : undefined,
       rounds: values.rounds ? Number(values.rounds) : undefined,
       modes,
+      loadGenerator: parseLoadGenerator(values['load-generator']),
     });
     process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatHttpBench(report)}\n`);
   }

@@ -1,5 +1,5 @@
 // `npm run bench`: the kvstack store against Redis with the same client (`kv bench`,
-// at pipeline depth 1 and 16), the HTTP backend (autocannon, through bench/http-bench.ts),
+// at pipeline depth 1 and 16), the HTTP backend (wrk, or autocannon without it, through bench/http-bench.ts),
 // and memory per key (1,000,000 keys of 100 bytes in a fresh store and a fresh Redis).
 // Every server is a child process of this script and is killed when it exits, also on
 // an error or Ctrl-C. Prints one table with the exact command lines; --json <file> saves it.
@@ -30,7 +30,7 @@ const HELP = `Usage: npm run bench -- [options]
   --threads <n>        kv bench worker threads (default 1)
   --quick              2 s runs, 0.5 s warm-up, 100000 keys for memory (env BENCH_QUICK=1)
   --no-redis           skip Redis even when redis-server is on PATH
-  --no-http            skip the HTTP benchmark (bench/http-bench.ts, autocannon)
+  --no-http            skip the HTTP benchmark (bench/http-bench.ts, wrk or autocannon)
   --json <file>        also write the results as JSON (e.g. bench-results/latest.json)
 `;
 
@@ -360,7 +360,7 @@ interface HttpRun {
 }
 
 /**
- * The HTTP side: bench/http-bench.ts (autocannon) starts its own store and one server per
+ * The HTTP side: bench/http-bench.ts (wrk, else autocannon) starts its own store and one server per
  * mode (the backend as shipped, bare Express, ...), run here as a child process.
  */
 async function httpBench(s: Settings): Promise<HttpRun> {
@@ -448,7 +448,7 @@ async function main(): Promise<void> {
 
   let http: HttpRun | undefined;
   if (s.http) {
-    log(`HTTP backend: bench/http-bench.ts (autocannon), every mode, ${s.warmup} s + ${s.duration} s each ...`);
+    log(`HTTP backend: bench/http-bench.ts, every mode, ${s.warmup} s + ${s.duration} s each ...`);
     http = await httpBench(s);
     commands.push(`http:    ${http.command}`);
   }
@@ -501,7 +501,7 @@ async function main(): Promise<void> {
   }
   if (http) {
     const r = http.report;
-    lines.push('', `HTTP (autocannon, GET of a prefilled key, ${r.connections} connections, ${r.durationSeconds} s per mode)`, '');
+    lines.push('', `HTTP (${r.loadGenerator}, GET of a prefilled key, ${r.connections} connections, ${r.durationSeconds} s per mode)`, '');
     const httpRows = [['mode', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'errors', 'non-2xx']];
     for (const m of r.results) {
       httpRows.push([m.mode, fmt(m.requestsPerSecond), fmt(m.latencyMs.p50, 2), fmt(m.latencyMs.p90, 2), fmt(m.latencyMs.p99, 2), String(m.errors), String(m.non2xx)]);
