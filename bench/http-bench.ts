@@ -74,6 +74,12 @@ export interface HttpBenchResult {
   readonly round: number;
 }
 
+/** One mode in one round; the ranges of HttpBenchResult are filled in over the rounds. */
+type RoundResult = Omit<HttpBenchResult, 'requestsPerSecondRange' | 'p99RangeMs'>;
+
+/** Lowest and highest of some figure over the rounds. */
+const range = (values: readonly number[]): [number, number] => [Math.min(...values), Math.max(...values)];
+
 export interface HttpBenchReport {
   readonly loadGenerator: LoadGeneratorName;
   readonly connections: number;
@@ -251,7 +257,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
     await prefill(storePort, valueBytes);
     // Rounds interleave the modes (A B C, A B C, ...) so a burst of load from elsewhere
     // on a shared machine does not land on one mode only; each mode reports its median round.
-    const runOne = async (mode: HttpBenchMode, round: number): Promise<HttpBenchResult> => {
+    const runOne = async (mode: HttpBenchMode, round: number): Promise<RoundResult> => {
       const port = await freePort();
       const report = join(reportDir, `${mode}-${round}.json`);
       const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', String(storePort), '--report', report], {});
@@ -282,35 +288,27 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       } catch {
         // no report: the server died; the load generator's errors tell the story
       }
+      const { cpuMicros: _loadGeneratorCpu, ...measured } = r;
       return {
         mode,
-        requestsPerSecond: r.requestsPerSecond,
-        requestsPerSecondRange: [r.requestsPerSecond, r.requestsPerSecond],
-        latencyMs: r.latencyMs,
-        p99RangeMs: [r.latencyMs.p99, r.latencyMs.p99],
-        requests: r.requests,
-        errors: r.errors,
-        non2xx: r.non2xx,
-        statusCodes: r.statusCodes,
+        ...measured,
         serverCpuMicrosPerRequest: cpu,
         storeCpuMicrosPerRequest: storeCpu,
         loadGeneratorCpuPercent,
         round,
       };
     };
-    const rounds = modes.map((): HttpBenchResult[] => []);
+    const rounds = modes.map((): RoundResult[] => []);
     for (let round = 1; round <= roundCount; round++) {
       for (const [i, mode] of modes.entries()) rounds[i]!.push(await runOne(mode, round));
     }
     for (const runs of rounds) {
-      const rps = runs.map((r) => r.requestsPerSecond);
-      const p99s = runs.map((r) => r.latencyMs.p99);
       // CPU per request is the median of its own over the rounds, not the median round's:
       // on a shared machine the two are disturbed by different things.
       results.push({
         ...medianBy(runs, (r) => r.requestsPerSecond)!,
-        requestsPerSecondRange: [Math.min(...rps), Math.max(...rps)],
-        p99RangeMs: [Math.min(...p99s), Math.max(...p99s)],
+        requestsPerSecondRange: range(runs.map((r) => r.requestsPerSecond)),
+        p99RangeMs: range(runs.map((r) => r.latencyMs.p99)),
         serverCpuMicrosPerRequest: median(runs.map((r) => r.serverCpuMicrosPerRequest)),
         storeCpuMicrosPerRequest: median(runs.map((r) => r.storeCpuMicrosPerRequest)),
       });

@@ -17,6 +17,10 @@ if (!wrkAvailable) {
   );
 }
 
+const needWrk = (): void => {
+  if (!wrkAvailable) throw new Error("no 'wrk' on PATH, and CI=true / REQUIRE_WRK=1 requires this check");
+};
+
 let server: Server;
 let base: string;
 const workDir = mkdtempSync(join(tmpdir(), 'kvstack-http-bench-test-'));
@@ -44,7 +48,7 @@ const generators: [string, () => LoadGenerator, boolean][] = [
 
 describe.each(generators)('%s load generator', (name, make, enabled) => {
   it.skipIf(!enabled)('counts requests, latency and its own CPU; every answer 2xx', async () => {
-    if (name === 'wrk' && !wrkAvailable) throw new Error("no 'wrk' on PATH, and CI=true / REQUIRE_WRK=1 requires this check");
+    if (name === 'wrk') needWrk();
     const run = await make()(`${base}/ok`, 4, 1);
     expect(run.requests).toBeGreaterThan(100);
     expect(run.requestsPerSecond).toBeGreaterThan(0);
@@ -58,7 +62,7 @@ describe.each(generators)('%s load generator', (name, make, enabled) => {
   });
 
   it.skipIf(!enabled)('counts every 404 as non-2xx', async () => {
-    if (name === 'wrk' && !wrkAvailable) throw new Error("no 'wrk' on PATH, and CI=true / REQUIRE_WRK=1 requires this check");
+    if (name === 'wrk') needWrk();
     const run = await make()(`${base}/missing`, 2, 1);
     expect(run.requests).toBeGreaterThan(0);
     expect(run.non2xx).toBe(run.requests);

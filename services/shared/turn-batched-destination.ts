@@ -14,19 +14,16 @@ type SonicBoom = ReturnType<typeof pino.destination>;
 export class TurnBatchedDestination implements DestinationStream {
   readonly #target: SonicBoom;
   #lines: string[] = [];
-  #scheduled = false;
 
   constructor(target: SonicBoom) {
     this.#target = target;
-    atExit.add(this);
-    if (atExit.size === 1) process.once('exit', flushAllAtExit);
   }
 
   write(line: string): void {
-    this.#lines.push(line);
-    if (!this.#scheduled) {
-      this.#scheduled = true;
+    // The turn's first line schedules the hand-over.
+    if (this.#lines.push(line) === 1) {
       setImmediate(this.#handOver);
+      holdingLines(this);
     }
   }
 
@@ -42,7 +39,7 @@ export class TurnBatchedDestination implements DestinationStream {
   }
 
   readonly #handOver = (): void => {
-    this.#scheduled = false;
+    holding.delete(this);
     const lines = this.#lines;
     if (lines.length === 0) return;
     this.#lines = [];
@@ -51,7 +48,6 @@ export class TurnBatchedDestination implements DestinationStream {
 
   /** At process exit: lines still held here are written synchronously (SonicBoom's own exit flush does not know them). */
   handOverAtExit(): void {
-    if (this.#lines.length === 0) return;
     try {
       this.flushSync();
     } catch {
@@ -60,8 +56,16 @@ export class TurnBatchedDestination implements DestinationStream {
   }
 }
 
-// One exit listener for every destination (a process has one or two loggers; tests, more).
-const atExit = new Set<TurnBatchedDestination>();
-function flushAllAtExit(): void {
-  for (const destination of atExit) destination.handOverAtExit();
+// The destinations holding lines until the end of this turn, and one exit listener for
+// all of them (installed with the first line): a destination holding none is not kept alive.
+const holding = new Set<TurnBatchedDestination>();
+let exitListenerInstalled = false;
+function holdingLines(destination: TurnBatchedDestination): void {
+  holding.add(destination);
+  if (!exitListenerInstalled) {
+    exitListenerInstalled = true;
+    process.once('exit', () => {
+      for (const d of holding) d.handOverAtExit();
+    });
+  }
 }
