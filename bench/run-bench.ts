@@ -14,6 +14,7 @@ import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
 import type { HttpBenchReport } from './http-bench.ts';
 import { freePort } from '../services/shared/free-port.ts';
 import { medianBy } from './median.ts';
+import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -140,60 +141,33 @@ interface Server {
   stop(): Promise<void>;
 }
 
-/** Spawns a server and resolves once `ready(line)` returns its ports (rejects if it exits first). */
-function startServer(
+/** Spawns a server and resolves once `ready(line)` returns its ports (rejects if it exits first or hangs). */
+async function startServer(
   label: string,
   cmd: string,
   args: string[],
   env: Record<string, string>,
   ready: (line: string) => { port: number; metricsPort?: number } | undefined,
 ): Promise<Server> {
-  const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  children.add(child);
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-  return new Promise((resolveServer, reject) => {
-    let partial = '';
-    let found = false;
-    child.on('error', (err) => reject(new Error(`${label}: ${err.message}`)));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (found) return; // keep draining the pipe (logs), but nothing more to look for
-      partial += chunk.toString();
-      let lf: number;
-      while (!found && (lf = partial.indexOf('\n')) !== -1) {
-        const ports = ready(partial.slice(0, lf));
-        partial = partial.slice(lf + 1);
-        if (ports) {
-          found = true;
-          resolveServer({
-            child,
-            pid: child.pid!,
-            ...ports,
-            command: shellLine(env, cmd === process.execPath ? 'node' : cmd, args),
-            async stop() {
-              if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-              const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-              await exited;
-              clearTimeout(timer);
-              children.delete(child);
-            },
-          });
-        }
-      }
-    });
-    void exited.then(() => reject(new Error(`${label} exited before it was ready:\n${stderr}`)));
-  });
+  const p = await spawnUntilReady({ label, command: cmd, args, cwd: root, env, ready, detached: true });
+  children.add(p.child);
+  return {
+    child: p.child,
+    pid: p.pid,
+    ...p.ready,
+    command: shellLine(env, cmd === process.execPath ? 'node' : cmd, args),
+    async stop() {
+      await p.stop('SIGTERM', 5000);
+      children.delete(p.child);
+    },
+  };
 }
 
 function jsonReady(msg: string) {
+  const isReady = jsonLineWithMsg(msg);
   return (line: string) => {
-    try {
-      const entry = JSON.parse(line) as { msg?: string; port?: number; metricsPort?: number };
-      return entry.msg === msg ? { port: entry.port!, metricsPort: entry.metricsPort } : undefined;
-    } catch {
-      return undefined;
-    }
+    const entry = isReady(line);
+    return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined } : undefined;
   };
 }
 

@@ -13,12 +13,14 @@
 //   npm run soak                      # 3 minutes
 //   npm run soak -- --duration 60     # seconds
 //   npm run soak -- --help
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { StoreConnection, StoreReplyError, errorKind } from '../services/client/index.ts';
+import { seriesValues } from '../test/helpers/exposition.ts';
+import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -182,69 +184,19 @@ interface Service {
 }
 
 /** Starts `node <script>` and resolves with the ports from its JSON ready line. */
-function startService(script: string, env: Record<string, string>, readyMsg: string): Promise<Service> {
-  const child = spawn(process.execPath, [script], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true, // its own process group: a kill takes anything it started too
-  });
-  let exited = false;
-  const exit = new Promise<void>((r) =>
-    child.once('exit', () => {
-      exited = true;
-      r();
-    }),
-  );
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-  const kill = (): void => {
-    if (exited) return;
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+async function startService(script: string, env: Record<string, string>, readyMsg: string): Promise<Service> {
+  // Detached: its own process group, so a kill takes anything it started too.
+  const p = await spawnUntilReady({ label: script, command: process.execPath, args: [script], cwd: root, env, ready: jsonLineWithMsg(readyMsg), detached: true });
+  return {
+    child: p.child,
+    port: p.ready.port as number,
+    metricsPort: p.ready.metricsPort as number,
+    alive: p.alive,
+    kill: p.kill,
+    async stop() {
+      await p.stop('SIGTERM', 5000);
+    },
   };
-  return new Promise((resolve, reject) => {
-    let partial = '';
-    let ready = false;
-    child.on('error', reject);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (ready) return; // access logs: drained and dropped
-      partial += chunk.toString();
-      let lf: number;
-      while (!ready && (lf = partial.indexOf('\n')) !== -1) {
-        const line = partial.slice(0, lf);
-        partial = partial.slice(lf + 1);
-        let entry: { msg?: string; port?: number; metricsPort?: number };
-        try {
-          entry = JSON.parse(line) as typeof entry;
-        } catch {
-          continue;
-        }
-        if (entry.msg !== readyMsg) continue;
-        ready = true;
-        resolve({
-          child,
-          port: entry.port!,
-          metricsPort: entry.metricsPort!,
-          alive: () => !exited,
-          kill,
-          async stop() {
-            if (exited) return;
-            child.kill('SIGTERM');
-            const timer = setTimeout(kill, 5000);
-            await exit;
-            clearTimeout(timer);
-          },
-        });
-      }
-    });
-    void exit.then(() => {
-      if (!ready) reject(new Error(`${script} exited before it was ready:\n${stderr}`));
-    });
-  });
 }
 
 // ---------------------------------------------------------------- load
@@ -287,18 +239,11 @@ function recordLatency(stats: PathStats, ms: number): void {
 }
 
 async function scrape(port: number): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
   try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    for (const line of text.split('\n')) {
-      if (line.startsWith('#') || line === '') continue;
-      const sp = line.lastIndexOf(' ');
-      out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
-    }
+    return seriesValues(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
   } catch {
-    // a dead service: reported through servicesAlive
+    return new Map(); // a dead service: reported through servicesAlive
   }
-  return out;
 }
 
 /** Runs the soak and returns the report; the children are stopped whatever happens. */

@@ -15,7 +15,7 @@ export interface StoreDeps {
   readonly logger: Logger;
   /** A fresh registry (with process metrics) when omitted. */
   readonly registry?: Registry;
-  /** The engine's clock in ms (Date.now by default); tests move time with it instead of sleeping. */
+  /** The engine's monotonic clock in ms (performance.now by default); tests move time with it instead of sleeping. */
   readonly now?: () => number;
   /** How long close() waits for clients to take their last replies before cutting them. */
   readonly shutdownGraceMs?: number;

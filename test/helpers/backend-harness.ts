@@ -59,24 +59,7 @@ export function send(port: number, method: string, path: string, body?: Buffer |
   });
 }
 
-/** Sums every sample of a metric family in a Prometheus text exposition (optionally filtered by a label text). */
-export function metricSum(text: string, name: string, labelFilter = ''): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (m && m[1] === name && (m[2] ?? '').includes(labelFilter)) sum += Number(m[3]);
-  }
-  return sum;
-}
-
-/** The sample lines (series) of every metric whose name starts with `prefix`. */
-export function seriesOf(text: string, prefix: string): string[] {
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(prefix))
-    .map((l) => l.slice(0, l.lastIndexOf(' ')));
-}
+export { metricSum, seriesOf } from './exposition.ts';
 
 export async function scrape(port: number): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`);

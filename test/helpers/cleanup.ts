@@ -1,5 +1,5 @@
-// Everything a test opens is tracked here and destroyed in afterEach, so a failing
-// assertion never leaks a server or socket into the next test.
+// What a test registers with track() is destroyed in afterEach by the suites that use
+// it, so a failing assertion there never leaks a server or socket into the next test.
 
 interface Destroyable {
   destroy(): void;

@@ -58,3 +58,30 @@ export function sampleValue(e: Exposition, name: string, labels: Record<string, 
   if (found.length > 1) throw new Error(`${found.length} samples match ${name} ${JSON.stringify(labels)}`);
   return found[0]?.value;
 }
+
+/** A sample's series as exposed: `name{k="v",...}` (labels in exposition order), or `name`. */
+export function seriesName(s: Sample): string {
+  const labels = Object.entries(s.labels).map(([k, v]) => `${k}="${v}"`);
+  return labels.length === 0 ? s.name : `${s.name}{${labels.join(',')}}`;
+}
+
+/** Every series of an exposition and its value. */
+export function seriesValues(text: string): Map<string, number> {
+  return new Map(parseExposition(text).samples.map((s) => [seriesName(s), s.value]));
+}
+
+/** Sums every sample of a metric family (optionally only series whose label text contains `labelFilter`). */
+export function metricSum(text: string, name: string, labelFilter = ''): number {
+  let sum = 0;
+  for (const s of parseExposition(text).samples) {
+    if (s.name === name && seriesName(s).slice(name.length).includes(labelFilter)) sum += s.value;
+  }
+  return sum;
+}
+
+/** The series of every metric whose name starts with `prefix`. */
+export function seriesOf(text: string, prefix: string): string[] {
+  return parseExposition(text)
+    .samples.filter((s) => s.name.startsWith(prefix))
+    .map(seriesName);
+}

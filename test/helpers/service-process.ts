@@ -1,12 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { jsonLineWithMsg, parseJsonLine, spawnUntilReady, type ReadyProcess } from './spawn-until-ready.ts';
 
 export { freePort } from '../../services/shared/free-port.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface ServiceProcess {
-  readonly child: ChildProcess;
+  readonly child: ReadyProcess<unknown>['child'];
   readonly pid: number;
   /** Every JSON log line the service wrote to stdout so far. */
   readonly logs: Record<string, unknown>[];
@@ -15,51 +15,35 @@ export interface ServiceProcess {
   readonly exited: Promise<number | null>;
 }
 
+// A service that ignores SIGTERM this long is a failure the test should see as such.
+const STOP_GRACE_MS = 60_000;
+
 /**
  * Starts `node <script>` from the repo root with `env` added to the environment, and
- * resolves once it logs the JSON line whose msg is `readyMsg` (rejects if it exits first).
+ * resolves once it logs the JSON line whose msg is `readyMsg` (rejects if it exits first
+ * or is not ready within `timeoutMs`).
  */
-export function startServiceProcess(script: string, env: Record<string, string>, readyMsg: string): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [script], {
-    cwd: root,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function startServiceProcess(
+  script: string,
+  env: Record<string, string>,
+  readyMsg: string,
+  timeoutMs?: number,
+): Promise<ServiceProcess> {
   const logs: Record<string, unknown>[] = [];
-  let stderr = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const service: ServiceProcess = {
-    child,
-    pid: child.pid!,
-    logs,
-    exited,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+  const p = await spawnUntilReady({
+    label: script,
+    command: process.execPath,
+    args: [script],
+    cwd: root,
+    env: { LOG_LEVEL: 'info', ...env },
+    ready: jsonLineWithMsg(readyMsg),
+    onLine: (line) => {
+      const entry = parseJsonLine(line);
+      if (entry) logs.push(entry);
     },
-  };
-  return new Promise((resolve, reject) => {
-    let partial = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      partial += chunk.toString('utf8');
-      let lf: number;
-      while ((lf = partial.indexOf('\n')) !== -1) {
-        const line = partial.slice(0, lf);
-        partial = partial.slice(lf + 1);
-        try {
-          const entry = JSON.parse(line) as Record<string, unknown>;
-          logs.push(entry);
-          if (entry.msg === readyMsg) resolve(service);
-        } catch {
-          // not JSON: ignore (the services log only JSON; this guards against stray output)
-        }
-      }
-    });
-    child.stderr!.on('data', (c: Buffer) => {
-      stderr = (stderr + c.toString()).slice(-10_000);
-    });
-    void exited.then((code) => reject(new Error(`${script} exited with ${code} before it was ready:\n${stderr}`)));
+    timeoutMs,
   });
+  return { child: p.child, pid: p.pid, logs, exited: p.exited, stop: (signal = 'SIGTERM') => p.stop(signal, STOP_GRACE_MS) };
 }
 
 export const storeScript = 'services/store/main.ts';
