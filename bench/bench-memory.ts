@@ -1,0 +1,115 @@
+// Resident memory per key: 1,000,000 keys loaded into a fresh store and a fresh Redis,
+// RSS after loading minus RSS of the empty process.
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { StoreConnection } from '../services/client/index.ts';
+import { kvBench, startRedis, startStore, type Server } from './bench-processes.ts';
+import type { Settings } from './bench-settings.ts';
+
+/** Resident set size of a process in bytes (Linux /proc), or undefined elsewhere. */
+function procRss(pid: number): number | undefined {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function storeMetricRss(server: Server): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  const m = /^process_resident_memory_bytes (\d+)/m.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** One RESP inline command on a fresh connection; resolves with the raw reply text. */
+function redisCommand(port: number, command: string): Promise<string> {
+  return new Promise((resolveReply, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let reply = '';
+    socket.on('connect', () => socket.write(`${command}\r\n`));
+    socket.on('data', (c: Buffer) => {
+      reply += c.toString();
+      const m = /^\$(\d+)\r\n/.exec(reply);
+      const complete = m ? reply.length >= m[0].length + Number(m[1]) + 2 : reply.includes('\r\n');
+      if (complete) {
+        socket.destroy();
+        resolveReply(reply);
+      }
+    });
+    socket.on('error', reject);
+  });
+}
+
+async function redisRss(server: Server): Promise<{ rss: number; method: string }> {
+  const fromProc = procRss(server.pid);
+  if (fromProc !== undefined) return { rss: fromProc, method: '/proc/<pid>/status VmRSS' };
+  const info = await redisCommand(server.port, 'INFO memory');
+  return { rss: Number(/used_memory_rss:(\d+)/.exec(info)![1]), method: 'INFO memory used_memory_rss' };
+}
+
+async function storeRss(server: Server): Promise<{ rss: number; method: string }> {
+  const fromProc = procRss(server.pid);
+  if (fromProc !== undefined) return { rss: fromProc, method: '/proc/<pid>/status VmRSS' };
+  return { rss: (await storeMetricRss(server))!, method: '/metrics process_resident_memory_bytes' };
+}
+
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface MemoryResult {
+  readonly keys: number;
+  readonly baselineBytes: number;
+  readonly loadedBytes: number;
+  readonly bytesPerKey: number;
+  readonly method: string;
+  readonly loadCommand: string;
+  readonly serverCommand: string;
+  readonly note?: string;
+}
+
+export async function memoryPerKey(kind: 'kvstack' | 'redis', s: Settings): Promise<MemoryResult> {
+  const server = kind === 'kvstack' ? await startStore() : await startRedis();
+  try {
+    const rss = kind === 'kvstack' ? storeRss : redisRss;
+    // Baseline: the empty process after one round trip (so connection buffers exist).
+    if (kind === 'kvstack') {
+      const c = new StoreConnection({ host: '127.0.0.1', port: server.port });
+      await c.ping();
+      c.destroy();
+    } else {
+      await redisCommand(server.port, 'PING');
+    }
+    await settle(500);
+    const before = await rss(server);
+    const args = ['--host', '127.0.0.1', '--port', String(server.port), '-n', '0', '-r', String(s.memoryKeys), '--value-size', String(s.valueSize), '-c', String(s.connections)];
+    if (kind === 'redis') args.push('--protocol', 'resp');
+    const load = await kvBench(args);
+    let note: string | undefined;
+    if (kind === 'kvstack') {
+      const c = new StoreConnection({ host: '127.0.0.1', port: server.port });
+      const stats = await c.stats();
+      c.destroy();
+      note = `store USAGE ${Number(stats.usage_bytes) / s.memoryKeys} B/key (key + value bytes), ${stats.keys} keys`;
+    } else {
+      const dbsize = await redisCommand(server.port, 'DBSIZE');
+      const info = await redisCommand(server.port, 'INFO memory');
+      const used = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN);
+      note = `used_memory ${Math.round(used / s.memoryKeys)} B/key, ${dbsize.trim().slice(1)} keys`;
+    }
+    // Let the process settle (allocator, V8's idle GC) before reading RSS.
+    await settle(1000);
+    const after = await rss(server);
+    return {
+      keys: s.memoryKeys,
+      baselineBytes: before.rss,
+      loadedBytes: after.rss,
+      bytesPerKey: Math.round((after.rss - before.rss) / s.memoryKeys),
+      method: after.method,
+      loadCommand: load.command,
+      serverCommand: server.command,
+      note,
+    };
+  } finally {
+    await server.stop();
+  }
+}

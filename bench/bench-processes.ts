@@ -1,0 +1,195 @@
+// The child processes of `npm run bench`: the servers (store, Redis) and the load
+// generators (kv bench, kvload, bench/http-bench.ts). Each runs in its own process group
+// (spawned detached), so killing the group also takes down what it started itself.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
+import { freePort } from '../services/shared/free-port.ts';
+import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
+import type { Settings } from './bench-settings.ts';
+import type { HttpBenchReport } from './http-bench.ts';
+
+export const root = fileURLToPath(new URL('../', import.meta.url));
+
+export const children = new Set<ChildProcess>();
+
+/**
+ * Children run in their own process group (spawned detached), so killing the group also
+ * takes down anything they started themselves (http-bench starts its own servers).
+ */
+export function killAll(): void {
+  for (const c of children) {
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  children.clear();
+}
+
+/** Kills every child when this process exits or is interrupted. */
+export function killChildrenOnExit(): void {
+  process.on('exit', killAll);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      killAll();
+      process.stderr.write(`\nbench: interrupted (${signal})\n`);
+      process.exit(130);
+    });
+  }
+}
+
+export const log = (text: string) => process.stderr.write(`bench: ${text}\n`);
+
+/** A shell-style rendering of a command, for the report. */
+export function shellLine(env: Record<string, string>, cmd: string, args: readonly string[]): string {
+  const q = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`);
+  return [...Object.entries(env).map(([k, v]) => `${k}=${q(v)}`), q(cmd), ...args.map(q)].join(' ');
+}
+
+export interface Server {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly port: number;
+  readonly metricsPort?: number;
+  readonly command: string;
+  stop(): Promise<void>;
+}
+
+/** Spawns a server and resolves once `ready(line)` returns its ports (rejects if it exits first or hangs). */
+export async function startServer(
+  label: string,
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  ready: (line: string) => { port: number; metricsPort?: number } | undefined,
+): Promise<Server> {
+  const p = await spawnUntilReady({ label, command: cmd, args, cwd: root, env, ready, detached: true });
+  children.add(p.child);
+  return {
+    child: p.child,
+    pid: p.pid,
+    ...p.ready,
+    command: shellLine(env, cmd === process.execPath ? 'node' : cmd, args),
+    async stop() {
+      await p.stop('SIGTERM', 5000);
+      children.delete(p.child);
+    },
+  };
+}
+
+function jsonReady(msg: string) {
+  const isReady = jsonLineWithMsg(msg);
+  return (line: string) => {
+    const entry = isReady(line);
+    return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined } : undefined;
+  };
+}
+
+export function startStore(): Promise<Server> {
+  return startServer(
+    'store',
+    process.execPath,
+    ['services/store/main.ts'],
+    { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(8 * 1024 ** 3), LOG_LEVEL: 'info' },
+    jsonReady('kvstore ready'),
+  );
+}
+
+export function redisAvailable(): boolean {
+  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+export async function startRedis(): Promise<Server> {
+  const port = await freePort();
+  return startServer('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, (line) =>
+    line.includes('Ready to accept connections') ? { port } : undefined,
+  );
+}
+
+
+export interface StoreRun {
+  readonly command: string;
+  readonly result: BenchResult | LoadFigures;
+}
+
+/** Runs `kv bench ... --json` as a child process (its progress bar goes to our stderr). */
+export async function kvBench(args: string[]): Promise<StoreRun> {
+  const full = ['bin/kv.js', 'bench', ...args, '--json'];
+  const child = spawn(process.execPath, full, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+  children.add(child);
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  children.delete(child);
+  const command = shellLine({}, 'node', full);
+  let parsed: (BenchResult & { ok: boolean; error?: string }) | undefined;
+  try {
+    parsed = JSON.parse(out);
+  } catch {
+    // handled below
+  }
+  if (!parsed || parsed.error) throw new Error(`${command} failed (exit ${code}): ${parsed?.error ?? out}`);
+  if (!parsed.ok) log(`WARNING: ${parsed.errors} error replies, ${parsed.wrongReplies} wrong replies in: ${command}`);
+  return { command, result: parsed };
+}
+
+export interface HttpRun {
+  readonly command: string;
+  readonly report: HttpBenchReport;
+}
+
+/**
+ * The HTTP side: bench/http-bench.ts (wrk, else autocannon) starts its own store and one server per
+ * mode (the backend as shipped, bare Express, ...), run here as a child process.
+ */
+export async function httpBench(s: Settings): Promise<HttpRun> {
+  const args = ['bench/http-bench.ts', '--duration', String(s.duration), '--warmup', String(s.warmup), '--connections', String(s.connections), '--rounds', String(s.rounds), '--json'];
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+  children.add(child);
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  children.delete(child);
+  const command = shellLine({}, 'node', args);
+  try {
+    return { command, report: JSON.parse(out) as HttpBenchReport };
+  } catch {
+    throw new Error(`${command} failed (exit ${code})`);
+  }
+}
+
+/** The figures the report reads from one load run, whichever client produced them. */
+export interface LoadFigures {
+  readonly opsPerSec: number;
+  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly p999: number };
+  readonly errors: number;
+  readonly wrongReplies: number;
+}
+
+/**
+ * One run of the C load generator kvload (an external instrument, not part of the
+ * project: --kvload <path>); its last stdout line is a JSON object of results.
+ */
+export async function kvloadRun(binary: string, args: string[]): Promise<{ command: string; result: LoadFigures }> {
+  const child = spawn(binary, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+  children.add(child);
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  children.delete(child);
+  const command = shellLine({}, 'kvload', args);
+  const last = out.trim().split('\n').at(-1) ?? '';
+  let r: Record<string, number>;
+  try {
+    r = JSON.parse(last) as Record<string, number>;
+  } catch {
+    throw new Error(`${command} failed (exit ${code}): ${out.slice(-500)}`);
+  }
+  if (code !== 0) log(`WARNING: exit ${code} (error replies) in: ${command}`);
+  return {
+    command,
+    result: { opsPerSec: r.ops_per_sec!, latencyMs: { p50: r.p50_us! / 1000, p99: r.p99_us! / 1000, p999: r.p999_us! / 1000 }, errors: r.errors!, wrongReplies: 0 },
+  };
+}

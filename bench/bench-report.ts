@@ -1,0 +1,76 @@
+// The printed report of `npm run bench`: one table of the store rounds and memory, the
+// HTTP table, and every command line that produced a figure.
+import type { MemoryResult } from './bench-memory.ts';
+import type { HttpRun, StoreRun } from './bench-processes.ts';
+import type { Settings } from './bench-settings.ts';
+
+export const fmt = (n: number | undefined, digits = 0) =>
+  n === undefined || Number.isNaN(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !b ? '—' : `${(a / b).toFixed(2)}x`);
+
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('   ')).join('\n');
+}
+
+export interface DepthRuns {
+  readonly depth: number;
+  /** The median rounds. */
+  readonly kvstack: StoreRun;
+  readonly redis: StoreRun | undefined;
+  /** kvstack/Redis ops/s of each round, in order. */
+  readonly roundRatios: readonly number[];
+}
+
+export interface ReportInput {
+  readonly settings: Settings;
+  readonly cpus: number;
+  readonly client: string;
+  readonly depths: readonly DepthRuns[];
+  readonly memory: { readonly kvstack: MemoryResult; readonly redis?: MemoryResult } | undefined;
+  readonly http: HttpRun | undefined;
+  readonly commands: readonly string[];
+}
+
+export function renderReport({ settings: s, cpus, client, depths, memory, http, commands }: ReportInput): string {
+  const rows: string[][] = [['', 'kvstack', 'Redis', 'kvstack/Redis']];
+  for (const { depth: d, kvstack, redis } of depths) {
+    const k = kvstack.result;
+    const r = redis?.result;
+    rows.push([`depth ${d}: ops/s`, fmt(k.opsPerSec), fmt(r?.opsPerSec), ratio(k.opsPerSec, r?.opsPerSec)]);
+    for (const [name, key] of [['p50', 'p50'], ['p99', 'p99'], ['p99.9', 'p999']] as const) {
+      rows.push([`depth ${d}: ${name} ms`, fmt(k.latencyMs[key], 3), fmt(r?.latencyMs[key], 3), ratio(k.latencyMs[key], r?.latencyMs[key])]);
+    }
+    rows.push([`depth ${d}: errors / wrong`, `${k.errors} / ${k.wrongReplies}`, r ? `${r.errors} / ${r.wrongReplies}` : '—', '']);
+  }
+  if (memory) {
+    rows.push([`memory: RSS bytes/key (${fmt(s.memoryKeys)} keys)`, fmt(memory.kvstack.bytesPerKey), fmt(memory.redis?.bytesPerKey), ratio(memory.kvstack.bytesPerKey, memory.redis?.bytesPerKey)]);
+    rows.push(['memory: baseline RSS MiB', fmt(memory.kvstack.baselineBytes / 2 ** 20, 1), fmt(memory.redis && memory.redis.baselineBytes / 2 ** 20, 1), '']);
+  }
+  const lines = [
+    '',
+    `kvstack benchmark — ${s.connections} connections, GET:SET 9:1, ${s.valueSize}-byte values, ${fmt(s.keyspace)} keys, ${s.duration} s per run, same client (${client}) for both`,
+    `median of ${s.rounds} interleaved round${s.rounds === 1 ? '' : 's'} per depth`,
+    `${cpus} CPUs, Node ${process.version}; the servers and the client share the machine.`,
+    '',
+    table(rows),
+  ];
+  const withRounds = depths.filter((d) => d.redis && d.roundRatios.length > 1);
+  if (withRounds.length > 0) {
+    lines.push('', ...withRounds.map((d) => `depth ${d.depth}: kvstack/Redis ops/s per round ${d.roundRatios.map((x) => x.toFixed(2) + 'x').join(', ')}`));
+  }
+  if (memory) {
+    lines.push('', `memory: (RSS after loading − RSS of the empty process) / keys, via ${memory.kvstack.method}; ${memory.kvstack.note}${memory.redis ? `; Redis ${memory.redis.note}` : ''}`);
+  }
+  if (http) {
+    const r = http.report;
+    lines.push('', `HTTP (${r.loadGenerator}, GET of a prefilled key, ${r.connections} connections, ${r.durationSeconds} s per mode)`, '');
+    const httpRows = [['mode', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'errors', 'non-2xx']];
+    for (const m of r.results) {
+      httpRows.push([m.mode, fmt(m.requestsPerSecond), fmt(m.latencyMs.p50, 2), fmt(m.latencyMs.p90, 2), fmt(m.latencyMs.p99, 2), String(m.errors), String(m.non2xx)]);
+    }
+    lines.push(table(httpRows), '', ...Object.entries(r.ratios).map(([k, v]) => `${k}: ${v}`));
+  }
+  lines.push('', 'Commands:', ...commands.map((c) => `  ${c}`), '');
+  return lines.join('\n');
+}
