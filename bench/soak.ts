@@ -20,6 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { StoreConnection, StoreReplyError, errorKind } from '../services/client/index.ts';
 import { seriesValues } from '../test/helpers/exposition.ts';
+import { formatSoakReport, mib, type MemorySample, type PathStats, type SoakReport } from './soak-report.ts';
+import { Verifier } from './soak-verifier.ts';
 import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
@@ -60,105 +62,6 @@ const BIG_VALUE_BYTES = 64 * 1024;
 const STORE_MAX_MEMORY_BYTES = 1024 ** 3;
 /** Long enough that no key written with a TTL expires during any soak. */
 const TTL_SECONDS = 1_000_000;
-
-export interface Mismatch {
-  readonly key: string;
-  readonly via: string;
-  readonly expected: string;
-  readonly got: string;
-}
-
-export interface MemorySample {
-  readonly atSec: number;
-  readonly storeRssBytes: number;
-  readonly backendRssBytes: number;
-  /** V8 heap in use: flat while RSS grows means garbage-collector slack, not a leak. */
-  readonly storeHeapUsedBytes: number;
-  readonly backendHeapUsedBytes: number;
-  /** Memory outside the V8 heap held by JavaScript objects (Buffers, mostly). */
-  readonly storeExternalBytes: number;
-  readonly backendExternalBytes: number;
-  readonly storeUsageBytes: number;
-  readonly storeKeys: number;
-}
-
-export interface PathStats {
-  ops: number;
-  reads: number;
-  writes: number;
-  deletes: number;
-  /** Reads that were checked against the verifier's state. */
-  verified: number;
-  readonly latenciesMs: number[];
-}
-
-export interface SoakReport {
-  readonly options: SoakOptions;
-  readonly seconds: number;
-  readonly http: PathStats;
-  readonly tcp: PathStats;
-  /** Errors by kind, e.g. `http 503`, `http ECONNRESET`, `tcp timeout`. */
-  readonly errors: Record<string, number>;
-  readonly mismatches: Mismatch[];
-  readonly memory: MemorySample[];
-  /** Keys read back after the load, through both paths. */
-  readonly finalKeysChecked: number;
-  readonly evictions: number;
-  readonly servicesAlive: boolean;
-}
-
-// ---------------------------------------------------------------- the verifier
-
-/** What a key may hold: the last acknowledged state, plus states of writes whose answer was lost. */
-interface KeyState {
-  value: Buffer | null;
-  possible: (Buffer | null)[];
-}
-
-export class Verifier {
-  readonly keys = new Map<string, KeyState>();
-  readonly mismatches: Mismatch[] = [];
-
-  state(key: string): KeyState {
-    let s = this.keys.get(key);
-    if (s === undefined) {
-      s = { value: null, possible: [] };
-      this.keys.set(key, s);
-    }
-    return s;
-  }
-
-  acknowledged(key: string, value: Buffer | null): void {
-    const s = this.state(key);
-    s.value = value;
-    s.possible = [];
-  }
-
-  /** A write or delete whose outcome is unknown (error or time-out): it may or may not have happened. */
-  uncertain(key: string, value: Buffer | null): void {
-    this.state(key).possible.push(value);
-  }
-
-  /** Checks a read; returns false (and records the mismatch) when no write can explain it. */
-  read(key: string, got: Buffer | null, via: string): boolean {
-    const s = this.state(key);
-    const candidates = [s.value, ...s.possible];
-    const match = candidates.find((c) => (c === null ? got === null : got !== null && c.equals(got)));
-    if (match === undefined) {
-      this.mismatches.push({ key, via, expected: candidates.map(describe).join(' or '), got: describe(got) });
-      return false;
-    }
-    s.value = match;
-    s.possible = [];
-    return true;
-  }
-}
-
-function describe(v: Buffer | null): string {
-  if (v === null) return 'absent';
-  const head = v.subarray(0, 24).toString('hex');
-  return `${v.length} bytes ${head}${v.length > 24 ? '…' : ''}`;
-}
 
 /** A value of any bytes but the ones the path cannot carry (HTTP: CR and LF; the line protocol: LF, and CR at the end). */
 function randomValue(forHttp: boolean): Buffer {
@@ -495,54 +398,6 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     await Promise.all(services.map((s) => s.stop()));
     process.off('exit', cleanup);
   }
-}
-
-// ---------------------------------------------------------------- report
-
-const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-
-function percentile(sorted: number[], p: number): string {
-  if (sorted.length === 0) return '-';
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2);
-}
-
-export function formatSoakReport(r: SoakReport): string {
-  const lines: string[] = [];
-  const path = (name: string, s: PathStats): string => {
-    const sorted = [...s.latenciesMs].sort((a, b) => a - b);
-    return (
-      `${name.padEnd(5)} ${String(s.ops).padStart(9)} ops  ${(s.ops / r.seconds).toFixed(0).padStart(7)} ops/s  ` +
-      `reads ${s.reads} (verified ${s.verified})  writes ${s.writes}  deletes ${s.deletes}  ` +
-      `latency ms p50 ${percentile(sorted, 50)} p99 ${percentile(sorted, 99)} max ${percentile(sorted, 100)}`
-    );
-  };
-  lines.push(`soak: ${r.seconds.toFixed(1)} s, ${r.options.httpWorkers} HTTP workers, ${r.options.tcpWorkers} TCP workers × ${r.options.tcpDepth}, ${r.options.keysPerWorker} keys each`);
-  lines.push(path('http', r.http));
-  lines.push(path('tcp', r.tcp));
-  lines.push(`total ${r.http.ops + r.tcp.ops} ops, ${((r.http.ops + r.tcp.ops) / r.seconds).toFixed(0)} ops/s`);
-  const errorKinds = Object.entries(r.errors);
-  lines.push(`errors: ${errorKinds.length === 0 ? 'none' : errorKinds.map(([k, n]) => `${k} ×${n}`).join(', ')}`);
-  lines.push(`store evictions: ${r.evictions}; keys read back after the load: ${r.finalKeysChecked}; services alive: ${r.servicesAlive ? 'yes' : 'NO'}`);
-  lines.push('memory (resident set size, V8 heap in use):');
-  lines.push('    at s   store RSS   store heap  backend RSS  backend heap  store usage   keys');
-  const step = Math.max(1, Math.ceil(r.memory.length / 20));
-  r.memory.forEach((m, i) => {
-    if (i % step !== 0 && i !== r.memory.length - 1) return;
-    lines.push(
-      `  ${String(m.atSec).padStart(6)}  ${mib(m.storeRssBytes).padStart(10)}  ${mib(m.storeHeapUsedBytes).padStart(11)}  ${mib(m.backendRssBytes).padStart(11)}  ` +
-        `${mib(m.backendHeapUsedBytes).padStart(12)}  ${mib(m.storeUsageBytes).padStart(11)}  ${String(m.storeKeys).padStart(5)}`,
-    );
-  });
-  const peak = (f: (m: MemorySample) => number) => mib(Math.max(...r.memory.map(f)));
-  lines.push(
-    `  peak RSS: store ${peak((m) => m.storeRssBytes)}, backend ${peak((m) => m.backendRssBytes)}; peak heap in use: store ${peak((m) => m.storeHeapUsedBytes)}, backend ${peak((m) => m.backendHeapUsedBytes)}; ` +
-      `peak external: store ${peak((m) => m.storeExternalBytes)}, backend ${peak((m) => m.backendExternalBytes)}`,
-  );
-  lines.push(`data mismatches: ${r.mismatches.length}`);
-  for (const m of r.mismatches.slice(0, 20)) lines.push(`  ${m.key} via ${m.via}: expected ${m.expected}, got ${m.got}`);
-  if (r.mismatches.length > 20) lines.push(`  … and ${r.mismatches.length - 20} more`);
-  lines.push(r.mismatches.length === 0 && r.servicesAlive ? 'PASS' : 'FAIL');
-  return lines.join('\n');
 }
 
 // ---------------------------------------------------------------- command line

@@ -3,7 +3,9 @@
 // read checked against what was written. Plus the verifier's own rules, so a mismatch is
 // known to be caught.
 import { describe, expect, it } from 'vitest';
-import { formatSoakReport, runSoak, Verifier } from '../bench/soak.ts';
+import { runSoak } from '../bench/soak.ts';
+import { formatSoakReport } from '../bench/soak-report.ts';
+import { Verifier } from '../bench/soak-verifier.ts';
 
 describe('the soak verifier', () => {
   it('accepts the last acknowledged value, and after a lost answer either outcome, then settles on what it saw', () => {
