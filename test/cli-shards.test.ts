@@ -151,7 +151,8 @@ describe('kv over three shards', () => {
     const flag = await kv(['--store', `only=127.0.0.1:${stores[1]!.port}`, 'usage'], { env: { KV_STORE: 'nowhere' } });
     expect(flag).toMatchObject({ code: 0, out: `${await direct[1]!.usage()}\n` }); // one store: the plain output
     expect((await kv(['--store', list, '--host', 'x', 'ping'])).err).toMatch(/--store .* cannot be combined with --host/);
-    expect((await kv(['--port', '1', 'ping'])).err).toMatch(/--host and --port name one store, but KV_STORE lists 3 shards/);
+    expect((await kv(['--port', '1', 'ping'])).err).toMatch(/--port alone changes one store's address, but KV_STORE lists 3 shards/);
+    expect(await kv(['--host', '127.0.0.1', '--port', String(stores[2]!.port), 'usage'])).toMatchObject({ code: 0, out: `${await direct[2]!.usage()}\n` });
     expect((await kv(['bench', '-n', '1'])).err).toMatch(/drives one store, but KV_STORE lists 3 shards/);
   });
 

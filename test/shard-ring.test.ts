@@ -48,7 +48,10 @@ describe('murmur3_32', () => {
 describe('ShardRing', () => {
   it('routes a key given as a string or as its bytes to the same member', () => {
     const ring = new ShardRing(members(5));
-    for (const key of ['user:1', 'clé', '🔑', 'x'.repeat(250)]) expect(ring.shardFor(Buffer.from(key))).toBe(ring.shardFor(key));
+    for (const key of ['user:1', 'clé', '🔑', 'x'.repeat(250)]) {
+      expect(ring.shardFor(Buffer.from(key))).toBe(ring.shardFor(key));
+      expect(ring.shardForBytes(Buffer.from(`GET ${key} x`), 4, 4 + Buffer.byteLength(key))).toBe(ring.shardFor(key));
+    }
   });
 
   it('gives the member with the highest score, whatever order the members are listed in', () => {

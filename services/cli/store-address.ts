@@ -18,6 +18,7 @@ interface StoreOptions {
 export function resolveStoreShards(env: Record<string, string | undefined>, options: StoreOptions): readonly StoreShard[] {
   const { store, host, port } = options;
   if (store !== undefined && (host !== undefined || port !== undefined)) throw new UsageError('--store names the stores: it cannot be combined with --host or --port');
+  if (host !== undefined && port !== undefined) return [single(override({ host: '', port: 0 }, host, port))]; // nothing left to take from KV_STORE
   const [raw, source] = store !== undefined ? [store.trim(), '--store'] : [env.KV_STORE?.trim() || DEFAULT_STORE, 'KV_STORE'];
   let shards: readonly StoreShard[];
   try {
@@ -26,10 +27,13 @@ export function resolveStoreShards(env: Record<string, string | undefined>, opti
     throw new UsageError(err instanceof ConfigError ? err.message : String(err));
   }
   if (host === undefined && port === undefined) return shards;
-  if (shards.length > 1) throw new UsageError(`--host and --port name one store, but ${source} lists ${shards.length} shards (use --store)`);
-  const address = override(shards[0]!, host, port);
+  if (shards.length > 1) throw new UsageError(`--${host !== undefined ? 'host' : 'port'} alone changes one store's address, but ${source} lists ${shards.length} shards (give both --host and --port)`);
+  return [single(override(shards[0]!, host, port))];
+}
+
+function single(address: HostPort): StoreShard {
   const written = formatAddress(address);
-  return [Object.freeze({ name: written, address: written, ...address })];
+  return Object.freeze({ name: written, address: written, ...address });
 }
 
 /** One store (kv bench): `KV_STORE` with `--host` / `--port` overriding either half. */

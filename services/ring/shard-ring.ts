@@ -73,6 +73,11 @@ export class ShardRing<M extends RingMember = RingMember> {
     return this.members[this.indexForHash(keyHash(key))]!;
   }
 
+  /** The member owning the key bytes[start, end) (a key inside a command line, not copied). */
+  shardForBytes(bytes: Uint8Array, start = 0, end = bytes.length): M {
+    return this.members[this.indexForHash(murmur3_32(bytes, start, end))]!;
+  }
+
   /** The index in `members` of the owner of a key hash (for callers keeping per-member arrays). */
   indexForHash(hashOfKey: number): number {
     const seeds = this.#seeds;
