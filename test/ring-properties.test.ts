@@ -78,7 +78,7 @@ describe('ring balance over 1,000,000 keys', () => {
       expect(min, `min/mean for ${n} shards`).toBeGreaterThanOrEqual(0.9);
     }
     // The ring itself agrees with that running best.
-    for (const n of [2, 3, 8, 64]) {
+    for (const n of [3, 64]) {
       expect(countsOf(owners(new ShardRing(members(n))), n), `${n} shards`).toEqual(Array.from(counts.subarray(n * MAX, n * MAX + n)));
     }
   });
@@ -105,7 +105,7 @@ describe('ring movement over 1,000,000 keys', () => {
 
   it.each([
     [8, 'store-3'],
-    [64, 'store-17'],
+    [32, 'store-17'],
   ])('a leave from %i shards (%s) moves only the leaver\'s keys, each to its next choice', (n, leaver) => {
     const before = new ShardRing(members(n));
     const after = before.without(new Set([leaver]));
