@@ -1,6 +1,8 @@
 import { UsageError } from './usage-error.ts';
 
 export interface GlobalOptions {
+  /** A store list, as KV_STORE takes it (overrides KV_STORE). */
+  store?: string;
   host?: string;
   port?: string;
   /** Time-out per command in ms (undefined: the command's default). */
@@ -19,7 +21,7 @@ export interface ParsedArgs {
 
 export const DEFAULT_TIMEOUT_MS = 2000;
 
-const WITH_VALUE = new Set(['--host', '--port', '--timeout']);
+const WITH_VALUE = new Set(['--store', '--host', '--port', '--timeout']);
 const FLAGS = new Set(['--json', '--help']);
 
 function parseTimeout(raw: string): number {
@@ -64,7 +66,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       if (name !== arg) value = arg.slice(eq + 1);
       else if (i + 1 < argv.length) value = argv[++i]!;
       else throw new UsageError(`${name} needs a value`);
-      if (name === '--host') options.host = value;
+      if (name === '--store') options.store = value;
+      else if (name === '--host') options.host = value;
       else if (name === '--port') options.port = value;
       else options.timeoutMs = parseTimeout(value);
       continue;

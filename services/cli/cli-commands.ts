@@ -25,6 +25,8 @@ export interface CliCommand {
   readonly details: string;
   readonly minArgs: number;
   readonly maxArgs: number;
+  /** With several shards: the key's shard (the first argument), or every shard (keyless commands). */
+  readonly target: 'key' | 'every shard';
   run(store: StoreCommands, args: readonly string[], ctx: CommandContext): Promise<CommandOutcome>;
 }
 
@@ -70,6 +72,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'Writes the value\'s bytes to stdout exactly (a newline is added only on a terminal, so `kv get k > file` is byte for byte). Exit status 1 when the key is absent.',
     minArgs: 1,
     maxArgs: 1,
+    target: 'key',
     async run(store, [key], ctx) {
       const value = await store.get(key!);
       if (value === null) return notFound(key!);
@@ -84,6 +87,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'The value is the remaining arguments joined with single spaces (`kv set k hello world`). A lone `-` reads the value from stdin, byte for byte, minus one trailing line break. Use `--` before a value that looks like an option.',
     minArgs: 2,
     maxArgs: Infinity,
+    target: 'key',
     async run(store, [key, ...rest], ctx) {
       await store.set(key!, await valueArg(rest, ctx));
       return OK;
@@ -97,6 +101,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'As `set`, with a time to live of 1 to 1000000000 seconds.',
     minArgs: 3,
     maxArgs: Infinity,
+    target: 'key',
     async run(store, [key, secs, ...rest], ctx) {
       const ttl = seconds(secs!);
       await store.set(key!, await valueArg(rest, ctx), ttl);
@@ -111,6 +116,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'Succeeds whether or not the key existed (deletes are idempotent).',
     minArgs: 1,
     maxArgs: 1,
+    target: 'key',
     async run(store, [key]) {
       await store.del(key!);
       return OK;
@@ -124,6 +130,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'Prints the whole seconds left (rounded up), or -1 when the key has no expiry. Exit status 1 when the key is absent.',
     minArgs: 1,
     maxArgs: 1,
+    target: 'key',
     async run(store, [key]) {
       const ttl = await store.ttl(key!);
       if (ttl === null) return notFound(key!);
@@ -138,6 +145,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'Exit status 1 when the key is absent.',
     minArgs: 2,
     maxArgs: 2,
+    target: 'key',
     async run(store, [key, secs]) {
       const ttl = seconds(secs!);
       return (await store.expire(key!, ttl)) ? OK : notFound(key!);
@@ -151,6 +159,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'The store\'s USAGE: the sum over entries of key bytes and value bytes.',
     minArgs: 0,
     maxArgs: 0,
+    target: 'every shard',
     async run(store) {
       const usage = await store.usage();
       return { found: true, json: { ok: true, usage }, output: `${usage}\n` };
@@ -164,6 +173,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'Prints PONG.',
     minArgs: 0,
     maxArgs: 0,
+    target: 'every shard',
     async run(store) {
       await store.ping();
       return { found: true, json: { ok: true, reply: 'PONG' }, output: 'PONG\n' };
@@ -177,6 +187,7 @@ export const cliCommands: readonly CliCommand[] = [
     details: 'One `name=value` per line (keys, usage_bytes, max_memory_bytes, connections, evictions, expired, hits, misses, uptime_seconds, ...).',
     minArgs: 0,
     maxArgs: 0,
+    target: 'every shard',
     async run(store) {
       const stats = await store.stats();
       const lines = Object.entries(stats).map(([k, v]) => `${k}=${v}\n`);

@@ -10,7 +10,7 @@ export function generalHelp(): string {
 
 Usage:
   kv [options] <command> [args...]   run one command and exit
-  kv [options]                       interactive prompt on one connection
+  kv [options]                       interactive prompt (one connection per shard)
   kv bench [options]                 load generator (kv bench --help)
   kv help <command>                  details of one command
 
@@ -19,14 +19,18 @@ ${cliCommands.map((c) => `  ${pad(c.synopsis, width)}${c.summary}`).join('\n')}
   ${pad('bench [options]', width)}benchmark the store (or Redis, --protocol resp)
 
 Options (before or after the command; \`--\` ends them):
-  --host <host>      store host (overrides KV_STORE)
-  --port <port>      store port (overrides KV_STORE)
+  --store <list>     the store, or a ring of shards: host:port[,name=host:port...] (overrides KV_STORE)
+  --host <host>      store host (overrides KV_STORE; one store only)
+  --port <port>      store port (overrides KV_STORE; one store only)
   --timeout <ms>     time-out per command, connecting included (default ${DEFAULT_TIMEOUT_MS})
   --json             print one JSON object per reply on stdout
   --help             this text
 
 Environment:
-  KV_STORE           store address host:port (default ${DEFAULT_STORE}), as the backend reads it
+  KV_STORE           store address host:port (default ${DEFAULT_STORE}), or a comma-separated
+                     list of shards (name=host:port, IPv6 as [::1]:8765), as the backend reads it.
+                     With several shards a command on a key goes to the key's shard; usage,
+                     stats and ping ask every shard and print each one and the total.
 
 Exit status:
   0 success, 1 not found (get, ttl, expire), 2 error: bad arguments, store unreachable,
@@ -44,6 +48,7 @@ Examples:
   kv get greeting
   kv setex session:1 60 -  < token.bin
   KV_STORE=cache.internal:8765 kv stats
+  KV_STORE=s0=10.0.0.1:8765,s1=10.0.0.2:8765 kv usage
 `;
 }
 
@@ -66,5 +71,7 @@ export function replHelp(): string {
   EXPIRE <key> <seconds>
   USAGE   PING   STATS
 Store errors are shown as (error) <reason>. Local commands: help, quit (or exit, Ctrl-D).
+With several shards a line with a key goes to the key's shard (the prompt names the shard
+that answered); USAGE, PING and STATS go to every shard, a line each, then the total USAGE.
 `;
 }

@@ -1,6 +1,4 @@
 import { createInterface, type Completer } from 'node:readline';
-import { StoreUnavailableError } from '../client/errors.ts';
-import { StoreConnection } from '../client/store-connection.ts';
 import { DEFAULT_TIMEOUT_MS, type GlobalOptions } from './cli-args.ts';
 import { writeOut, type CliIo } from './cli-io.ts';
 import { ExitCode, type ExitStatus } from './exit-codes.ts';
@@ -8,7 +6,8 @@ import { replHelp, commandHelp } from './help-text.ts';
 import { historyPath, loadHistory, saveHistory } from './history-file.ts';
 import { displayReply } from './reply-display.ts';
 import { errorJson, replyLineJson } from './reply-json.ts';
-import { formatAddress, resolveStoreAddress } from './store-address.ts';
+import { ReplShards, type ShardLink } from './repl-shards.ts';
+import { formatAddress, resolveStoreShards } from './store-address.ts';
 
 const PROTOCOL_COMMANDS = ['GET', 'SET', 'SETEX', 'DELETE', 'TTL', 'EXPIRE', 'USAGE', 'PING', 'STATS', 'QUIT'];
 const LOCAL_COMMANDS = ['help', 'exit'];
@@ -36,11 +35,12 @@ export const completeCommand: Completer = (line: string) => {
  * output like any reply and leave the status at 0.
  */
 export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitStatus> {
-  const address = resolveStoreAddress(io.env, options.host, options.port);
-  const label = formatAddress(address);
+  const storeList = resolveStoreShards(io.env, options);
+  const shards = new ReplShards(storeList, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, formatAddress(storeList[0]!));
+  const everyLabel = `${storeList.length} shards`;
+  const startLabel = storeList.length === 1 ? shards.links[0]!.label : everyLabel;
   const interactive = Boolean(io.stdin.isTTY);
   const quoted = Boolean(io.stdout.isTTY);
-  const conn = new StoreConnection({ ...address, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false });
   const histPath = interactive ? historyPath(io.env) : undefined;
   let history = loadHistory(histPath);
 
@@ -48,7 +48,7 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
     input: io.stdin,
     output: interactive ? (io.stdout.isTTY ? io.stdout : io.stderr) : undefined,
     terminal: interactive,
-    prompt: `kv ${label}> `,
+    prompt: `kv ${startLabel}> `,
     crlfDelay: Infinity,
     ...(interactive ? { completer: completeCommand, history, historySize: 1000, removeHistoryDuplicates: true } : {}),
   });
@@ -58,36 +58,65 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
   rl.on('history', (h: string[]) => (history = h));
   rl.on('SIGINT', () => rl.close());
 
-  let everConnected = false;
   let transportFailures = 0;
   const notice = (text: string) => writeOut(io.stderr, `kv: ${text}\n`);
   const print = (data: string | Buffer) => writeOut(io.stdout, typeof data === 'string' ? data + '\n' : Buffer.concat([data, Buffer.from('\n')]));
+  const reconnected = (link: ShardLink) => notice(`connection to ${link.label} was lost; reconnected`);
 
-  /** Sends one line; on a lost connection, reconnects and sends it once more. */
-  const send = async (line: string): Promise<string> => {
-    for (let attempt = 0; ; attempt++) {
-      const wasConnected = conn.state === 'connected';
-      const reconnecting = everConnected && !wasConnected;
-      try {
-        const reply = await conn.command(line);
-        if (reconnecting) await notice(`connection to ${label} was lost; reconnected`);
-        everConnected = true;
-        return reply;
-      } catch (err) {
-        if (attempt === 0 && wasConnected && err instanceof StoreUnavailableError) continue;
-        throw err;
-      }
+  /** One shard's reply, as the prompt shows it. */
+  const runOn = async (link: ShardLink, line: string) => {
+    try {
+      const reply = await shards.send(link, line, reconnected);
+      await print(options.json ? JSON.stringify(replyLineJson(reply)) : displayReply(reply, quoted));
+    } catch (err) {
+      transportFailures++;
+      await print(options.json ? JSON.stringify(errorJson(err)) : `(error) ${err instanceof Error ? err.message : String(err)}`);
     }
+  };
+
+  /** USAGE, PING, STATS over several shards: a line per shard (then the total USAGE), or one JSON object. */
+  const runOnEvery = async (line: string) => {
+    type Answer = { link: ShardLink; reply: string } | { link: ShardLink; error: unknown };
+    const answers = await Promise.all(
+      shards.links.map(async (link): Promise<Answer> => {
+        try {
+          return { link, reply: await shards.send(link, line, reconnected) };
+        } catch (error) {
+          transportFailures++;
+          return { link, error };
+        }
+      }),
+    );
+    const usages = answers.map((a) => ('reply' in a ? /^USAGE (\d+)$/.exec(a.reply)?.[1] : undefined));
+    const total = usages.every((u) => u !== undefined) ? usages.reduce((sum, u) => sum + Number(u), 0) : undefined;
+    if (options.json) {
+      const perShard = answers.map((a): Record<string, unknown> => ({ shard: a.link.label, ...('reply' in a ? replyLineJson(a.reply) : errorJson(a.error)) }));
+      await print(JSON.stringify({ ok: perShard.every((p) => p.ok === true), ...(total !== undefined ? { usage: total } : {}), shards: perShard }));
+      return;
+    }
+    const width = Math.max(...shards.links.map((l) => l.label.length), 5) + 2;
+    for (const a of answers) {
+      const shown = 'reply' in a ? displayReply(a.reply, quoted) : `(error) ${a.error instanceof Error ? a.error.message : String(a.error)}`;
+      await print(typeof shown === 'string' ? a.link.label.padEnd(width) + shown : Buffer.concat([Buffer.from(a.link.label.padEnd(width)), shown]));
+    }
+    if (total !== undefined) await print(`${'total'.padEnd(width)}USAGE ${total}`);
   };
 
   try {
     if (interactive) {
-      try {
-        await conn.connect();
-        everConnected = true;
-        await notice(`connected to ${label} (type help for commands, Ctrl-D to leave)`);
-      } catch (err) {
-        await notice(`${err instanceof Error ? err.message : String(err)} — each command will try again`);
+      const connected: string[] = [];
+      for (const link of shards.links) {
+        try {
+          await link.conn.connect();
+          link.everConnected = true;
+          connected.push(link.label);
+        } catch (err) {
+          await notice(`${link.label}: ${err instanceof Error ? err.message : String(err)} — each command will try again`);
+        }
+      }
+      if (connected.length > 0) {
+        const to = storeList.length === 1 ? connected[0] : `${connected.length} of ${storeList.length} shards (${connected.join(', ')})`;
+        await notice(`connected to ${to} (type help for commands, Ctrl-D to leave)`);
       }
       rl.prompt();
     }
@@ -102,19 +131,17 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
         const topic = trimmed.slice(4).trim();
         await writeOut(io.stdout, (topic && commandHelp(topic)) || replHelp());
       } else {
-        try {
-          const reply = await send(line);
-          await print(options.json ? JSON.stringify(replyLineJson(reply)) : displayReply(reply, quoted));
-        } catch (err) {
-          transportFailures++;
-          await print(options.json ? JSON.stringify(errorJson(err)) : `(error) ${err instanceof Error ? err.message : String(err)}`);
-        }
+        const target = shards.route(line);
+        if (target === 'every shard') await runOnEvery(line);
+        else await runOn(target, line);
+        // the prompt names the shard that answered
+        rl.setPrompt(`kv ${target === 'every shard' ? everyLabel : target.label}> `);
       }
       if (interactive) rl.prompt();
     }
   } finally {
     rl.close();
-    conn.destroy();
+    shards.destroy();
     saveHistory(histPath, history);
   }
   return transportFailures > 0 ? ExitCode.error : ExitCode.ok;

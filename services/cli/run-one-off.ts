@@ -1,24 +1,38 @@
 import { StoreConnection } from '../client/store-connection.ts';
+import { ShardRing } from '../ring/shard-ring.ts';
+import type { StoreShard } from '../shared/store-list.ts';
 import { DEFAULT_TIMEOUT_MS, type GlobalOptions } from './cli-args.ts';
-import { findCommand } from './cli-commands.ts';
+import { findCommand, type CliCommand, type CommandContext } from './cli-commands.ts';
 import { readAll, writeOut, type CliIo } from './cli-io.ts';
 import { ExitCode, type ExitStatus } from './exit-codes.ts';
 import { errorJson } from './reply-json.ts';
-import { resolveStoreAddress } from './store-address.ts';
+import { combineShardOutcomes, type ShardResult } from './shard-outcomes.ts';
+import { resolveStoreShards } from './store-address.ts';
 import { UsageError } from './usage-error.ts';
 
-/** Runs one command on a fresh connection: prints the reply, returns the exit status. */
+/**
+ * Runs one command and prints the reply; returns the exit status. With one store, or a
+ * command on a key, one fresh connection: to the store, or to the key's shard on the
+ * ring. A keyless command (usage, stats, ping) over several shards asks each of them.
+ */
 export async function runOneOff(name: string, args: readonly string[], options: GlobalOptions, io: CliIo): Promise<ExitStatus> {
-  let conn: StoreConnection | undefined;
+  const connections: StoreConnection[] = [];
+  const open = (shard: StoreShard) => {
+    const conn = new StoreConnection({ host: shard.host, port: shard.port, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false });
+    connections.push(conn);
+    return conn;
+  };
   try {
     const cmd = findCommand(name);
     if (!cmd) throw new UsageError(`unknown command ${JSON.stringify(name)} (see kv --help)`);
     if (args.length < cmd.minArgs || args.length > cmd.maxArgs) {
       throw new UsageError(`wrong number of arguments for ${cmd.name}\nusage: kv ${cmd.synopsis}`);
     }
-    const address = resolveStoreAddress(io.env, options.host, options.port);
-    conn = new StoreConnection({ ...address, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false });
-    const outcome = await cmd.run(conn, args, { stdoutIsTTY: Boolean(io.stdout.isTTY), readStdin: () => readAll(io.stdin) });
+    const shards = resolveStoreShards(io.env, options);
+    const ctx: CommandContext = { stdoutIsTTY: Boolean(io.stdout.isTTY), readStdin: () => readAll(io.stdin) };
+    if (shards.length > 1 && cmd.target === 'every shard') return await runOnEveryShard(cmd, shards, args, ctx, open, options, io);
+    const shard = shards.length === 1 ? shards[0]! : new ShardRing(shards).shardFor(args[0]!);
+    const outcome = await cmd.run(open(shard), args, ctx);
     if (options.json) await writeOut(io.stdout, JSON.stringify(outcome.json) + '\n');
     else if (outcome.output.length > 0) await writeOut(io.stdout, outcome.output);
     if (outcome.note) await writeOut(io.stderr, `kv: ${outcome.note}\n`);
@@ -28,6 +42,33 @@ export async function runOneOff(name: string, args: readonly string[], options: 
     await writeOut(io.stderr, `kv: ${err instanceof Error ? err.message : String(err)}\n`);
     return ExitCode.error;
   } finally {
-    conn?.destroy();
+    for (const conn of connections) conn.destroy();
   }
+}
+
+async function runOnEveryShard(
+  cmd: CliCommand,
+  shards: readonly StoreShard[],
+  args: readonly string[],
+  ctx: CommandContext,
+  open: (shard: StoreShard) => StoreConnection,
+  options: GlobalOptions,
+  io: CliIo,
+): Promise<ExitStatus> {
+  const results = await Promise.all(
+    shards.map(async (shard): Promise<ShardResult> => {
+      try {
+        return { shard, outcome: await cmd.run(open(shard), args, ctx) };
+      } catch (error) {
+        return { shard, error };
+      }
+    }),
+  );
+  const combined = combineShardOutcomes(cmd.name, results);
+  await writeOut(io.stdout, options.json ? JSON.stringify(combined.json) + '\n' : combined.output);
+  for (const failure of combined.failures) await writeOut(io.stderr, `kv: ${failure}\n`);
+  if (combined.failures.length > 0 && cmd.name !== 'ping') {
+    await writeOut(io.stderr, `kv: the total counts ${shards.length - combined.failures.length} of ${shards.length} shards\n`);
+  }
+  return combined.failures.length === 0 ? ExitCode.ok : ExitCode.error;
 }

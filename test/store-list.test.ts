@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, hostPort } from '../services/shared/config.ts';
+import { parseStoreList } from '../services/shared/store-list.ts';
+
+const parse = (raw: string) => parseStoreList(raw, 'KV_STORE');
+
+/** The ConfigError message for `raw`, failing the test when it parses. */
+function refusal(raw: string, env = 'KV_STORE'): string {
+  try {
+    parseStoreList(raw, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error(`${raw} was accepted`);
+}
+
+describe('KV_STORE list', () => {
+  it('takes one address exactly as a plain host:port, named as written', () => {
+    expect(parse('127.0.0.1:8765')).toEqual([{ name: '127.0.0.1:8765', address: '127.0.0.1:8765', host: '127.0.0.1', port: 8765 }]);
+    expect(parse('store:8765')[0]).toMatchObject(hostPort('store:8765', 'KV_STORE'));
+  });
+
+  it('takes a comma-separated list, in order, spaces around entries ignored', () => {
+    expect(parse('a:8765, b:8765 ,c:9000').map((s) => [s.name, s.host, s.port])).toEqual([
+      ['a:8765', 'a', 8765],
+      ['b:8765', 'b', 8765],
+      ['c:9000', 'c', 9000],
+    ]);
+  });
+
+  it('takes name=host:port, and IPv6 in brackets', () => {
+    expect(parse('store-0=10.0.0.1:8765,store-1=[::1]:8765,[fd00::7]:8765')).toEqual([
+      { name: 'store-0', address: '10.0.0.1:8765', host: '10.0.0.1', port: 8765 },
+      { name: 'store-1', address: '[::1]:8765', host: '::1', port: 8765 },
+      { name: '[fd00::7]:8765', address: '[fd00::7]:8765', host: 'fd00::7', port: 8765 },
+    ]);
+  });
+
+  it('refuses an unbracketed IPv6 address as ambiguous', () => {
+    expect(refusal('::1:8765')).toBe('KV_STORE="::1:8765" is invalid: an IPv6 address needs brackets, as in [::1]:8765 (ambiguous: "::1:8765")');
+    expect(refusal('a:1,fd00::7:8765')).toMatch(/^KV_STORE entry 2 of 2 \("fd00::7:8765"\) is invalid: an IPv6 address needs brackets/);
+    expect(refusal('[nothost]:1')).toMatch(/expected \[IPv6 address\]:port/);
+  });
+
+  it('names the variable and the entry in every refusal', () => {
+    expect(refusal('a:1,b')).toBe('KV_STORE entry 2 of 2 ("b") is invalid: expected host:port');
+    expect(refusal('a:1,b:99999,c:3')).toBe('KV_STORE entry 2 of 3 ("b:99999") is invalid: expected host:port with a port from 1 to 65535');
+    expect(refusal('a:1,,b:2')).toBe('KV_STORE entry 2 of 3 ("") is invalid: an empty entry (a stray comma?)');
+    expect(refusal('a:1,')).toMatch(/^KV_STORE entry 2 of 2 \(""\) is invalid/);
+    expect(refusal('bad name=a:1')).toMatch(/^KV_STORE="bad name=a:1" is invalid: a shard name is/);
+    expect(refusal('=a:1')).toMatch(/a shard name is/);
+    expect(refusal('x=')).toMatch(/^KV_STORE="x=" is invalid: expected host:port/);
+    expect(refusal('a:0', '--store')).toBe('--store="a:0" is invalid: expected host:port with a port from 1 to 65535');
+    expect(refusal('')).toBe('KV_STORE="" is invalid: expected host:port[,host:port...]');
+  });
+
+  it('refuses the same address twice (case and IPv6 spelling aside)', () => {
+    expect(refusal('a:1,b:2,A:1')).toBe('KV_STORE entry 3 of 3 ("A:1") is invalid: the same address as "a:1"');
+    expect(refusal('x=[::1]:1,y=[0:0::1]:1')).toMatch(/entry 2 of 2 .* the same address as "x=\[::1\]:1"/);
+    expect(parse('a:1,a:2')).toHaveLength(2);
+  });
+
+  it('refuses the same name twice', () => {
+    expect(refusal('s=a:1,s=b:1')).toBe('KV_STORE entry 2 of 2 ("s=b:1") is invalid: the same shard name as "s=a:1"');
+  });
+
+  it('recognises DNS discovery and says it is not supported yet', () => {
+    expect(refusal('dnssrv+_kv._tcp.store.default.svc')).toMatch(/^KV_STORE="dnssrv\+_kv\._tcp\.store\.default\.svc" is invalid: DNS discovery .* is not supported yet/);
+    expect(refusal('a:1,dns+store:8765')).toMatch(/^KV_STORE entry 2 of 2 \("dns\+store:8765"\) is invalid: DNS discovery/);
+    expect(refusal('DNS+store:8765')).toMatch(/not supported yet/);
+  });
+
+  it('returns frozen shards', () => {
+    const list = parse('a:1,b:2');
+    expect(Object.isFrozen(list)).toBe(true);
+    expect(Object.isFrozen(list[0])).toBe(true);
+  });
+});
