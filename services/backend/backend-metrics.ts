@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { errorKind, StoreReplyError } from '../client/errors.ts';
+import { errorKind, StoreMaxConnectionsError, StoreReplyError } from '../client/errors.ts';
 import type { CommandObserver, CommandResult } from '../client/store-commands.ts';
 import type { ConnectionState } from '../client/store-connection.ts';
 import { FastHistogram } from './fast-histogram.ts';
@@ -10,6 +10,8 @@ export interface BackendMetrics {
   recordRequest(method: string, status: number, seconds: number): void;
   /** Hook for StorePool.observer: kvbackend_store_commands_total, _duration_seconds, _errors_total. */
   readonly observeCommand: CommandObserver;
+  /** The store refused one of the pool's connections at its MAX_CONNECTIONS. */
+  recordRefusedConnection(): void;
   /** The periodic USAGE probe's outcome: usage in bytes, or undefined when it failed. */
   recordProbe(usage: number | undefined): void;
 }
@@ -104,9 +106,21 @@ export function createBackendMetrics({ registry, poolStates }: BackendMetricsOpt
     for (const c of commands.values()) for (const t of Object.values(c.results)) if (t.n > 0) yield t;
   });
 
-  // Alerts read these from the start: every kind exists at zero.
-  const errorKinds = { timeout: { labels: { kind: 'timeout' }, n: 0 }, unavailable: { labels: { kind: 'unavailable' }, n: 0 }, protocol: { labels: { kind: 'protocol' }, n: 0 } };
-  tallyCounter('kvbackend_store_errors_total', 'Failed store commands by kind: timeout, unavailable or protocol.', ['kind'], registry, () => Object.values(errorKinds));
+  // Alerts read these from the start: every kind exists at zero. max_connections counts
+  // refused connections (once each), not the commands that failed with one.
+  const errorKinds = {
+    timeout: { labels: { kind: 'timeout' }, n: 0 },
+    unavailable: { labels: { kind: 'unavailable' }, n: 0 },
+    protocol: { labels: { kind: 'protocol' }, n: 0 },
+    max_connections: { labels: { kind: 'max_connections' }, n: 0 },
+  };
+  tallyCounter(
+    'kvbackend_store_errors_total',
+    'Failed store commands by kind (timeout, unavailable, protocol), and pool connections the store refused at its MAX_CONNECTIONS (max_connections).',
+    ['kind'],
+    registry,
+    () => Object.values(errorKinds),
+  );
 
   const storeUp = new Gauge({ name: 'kvbackend_store_up', help: '1 when the last USAGE probe of the store succeeded, else 0.', registers: [registry] });
   const storeUsage = new Gauge({ name: 'kvbackend_store_usage_bytes', help: 'Bytes held by the store, from the last successful USAGE probe.', registers: [registry] });
@@ -142,7 +156,11 @@ export function createBackendMetrics({ registry, poolStates }: BackendMetricsOpt
       c.results[result].n++;
       c.observe(seconds);
       // ERROR replies are the store's answer, not a transport failure: counted by result only.
-      if (error !== undefined && !(error instanceof StoreReplyError)) errorKinds[errorKind(error)].n++;
+      if (error !== undefined && !(error instanceof StoreReplyError) && !(error instanceof StoreMaxConnectionsError)) errorKinds[errorKind(error)].n++;
+    },
+
+    recordRefusedConnection() {
+      errorKinds.max_connections.n++;
     },
 
     recordProbe(usage) {

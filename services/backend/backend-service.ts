@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
-import { probeUsage } from '../client/probe-usage.ts';
+import { StoreTimeoutError } from '../client/errors.ts';
 import { StorePool } from '../client/store-pool.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import type { BackendConfig } from '../shared/config.ts';
@@ -39,6 +39,16 @@ const PROBE_TIMEOUT_MS = 1000;
 // point's own force-exit (run-service.ts, 5 s) and the pool and admin port close cleanly.
 const SHUTDOWN_GRACE_MS = 4000;
 
+/** The probe's own time-out (SPEC §3: 1 s), whatever STORE_TIMEOUT_MS is. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreTimeoutError(`the store did not answer the probe within ${ms} ms`)), ms);
+  });
+  promise.catch(() => {}); // a late failure after the time-out is already reported
+  return Promise.race([promise, timedOut]).finally(() => clearTimeout(timer));
+}
+
 /**
  * The HTTP backend: one StorePool shared by every request, the public HTTP port, and
  * the admin port (/metrics, /livez, /readyz, /healthz). It starts whether or not the
@@ -55,6 +65,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     timeoutMs: config.storeTimeoutMs,
     // A GET reply carries the value in base64: 4 bytes for every 3, plus `VALUE `.
     maxReplyBytes: Math.ceil(config.maxValueBytes / 3) * 4 + 512,
+    onRefused: () => metrics.recordRefusedConnection(),
   });
   const metrics = createBackendMetrics({ registry, poolStates: () => pool.stateCounts() });
   pool.observer = metrics.observeCommand;
@@ -68,9 +79,12 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     if (!closing && !(Number(req.headers['content-length']) > config.maxValueBytes)) res.writeContinue();
     app(req, res);
   });
-  // Once shutdown begins, readiness fails so load balancers stop sending traffic.
+  // Readiness asks the question a load balancer means: can this backend serve? So the
+  // probe runs over the pool the requests use, never over a fresh connection that a
+  // full store would refuse while the pool serves. Once shutdown begins it fails, so
+  // load balancers stop sending traffic.
   const probe = (): Promise<number> =>
-    closing ? Promise.reject(new Error('shutting down')) : probeUsage({ host: store.host, port: store.port, timeoutMs: PROBE_TIMEOUT_MS });
+    closing ? Promise.reject(new Error('shutting down')) : withTimeout(pool.probeUsage(), PROBE_TIMEOUT_MS);
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let port: number;

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
@@ -57,6 +58,17 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
   const engine = new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
+  // The self-probe's own sockets. The store recognises the server side of one by its
+  // peer address (this process's probe socket), and lets it past MAX_CONNECTIONS.
+  const probeSockets = new Set<Socket>();
+  const isOwnProbe = (peer: Socket): boolean => {
+    for (const s of probeSockets) if (s.localPort === peer.remotePort && s.localAddress === peer.remoteAddress) return true;
+    return false;
+  };
+  const trackProbeSocket = (socket: Socket): void => {
+    probeSockets.add(socket);
+    socket.once('close', () => probeSockets.delete(socket));
+  };
   let server: StoreServer | undefined;
   const metrics = createStoreMetrics({ registry, engine, connections: () => server?.connectionCount ?? 0, maxConnections: config.maxConnections });
   server = new StoreServer({
@@ -68,14 +80,18 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     maxConnections: config.maxConnections,
     idleTimeoutMs: config.idleTimeoutMs,
     evictionPolicy: config.evictionPolicy,
+    exemptFromLimit: isOwnProbe,
   });
   const tcp = server;
 
   let closing = false;
   let port = 0;
-  // The probe goes through the store's own listener, so readiness proves it accepts and answers.
+  // The probe goes through the store's own listener, so readiness proves it accepts and
+  // answers; MAX_CONNECTIONS does not count it (a full store still serves: it is ready).
   const probe = (): Promise<number> =>
-    closing ? Promise.reject(new Error('shutting down')) : probeUsage({ host: selfAddress(config.host), port, timeoutMs: PROBE_TIMEOUT_MS });
+    closing
+      ? Promise.reject(new Error('shutting down'))
+      : probeUsage({ host: selfAddress(config.host), port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket });
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let metricsPort: number;
