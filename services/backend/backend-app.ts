@@ -17,8 +17,10 @@ export interface BackendAppOptions {
   readonly logger: Logger;
   /** Largest body accepted; more is 413 (and is not read). */
   readonly maxValueBytes: number;
-  /** True once shutdown has begun: new requests get 503 and every response closes its connection. */
+  /** True once the listener has closed during shutdown: new requests get 503. */
   readonly isClosing?: () => boolean;
+  /** True once shutdown has begun (the drain delay included): every response closes its connection. Defaults to isClosing. */
+  readonly isDraining?: () => boolean;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -75,6 +77,7 @@ export function createBackendHandler({
   logger,
   maxValueBytes,
   isClosing = () => false,
+  isDraining = isClosing,
 }: BackendAppOptions): (req: IncomingMessage, res: ServerResponse) => void {
   // Access logs cost a child logger per request; skip them when nothing would be written.
   const accessLog = logger.isLevelEnabled('warn') ? createAccessLog(logger) : undefined;
@@ -85,7 +88,7 @@ export function createBackendHandler({
     accessLog?.(req, res);
 
     const finish = (status: number, body?: Buffer, contentType = TEXT): void => {
-      if (isClosing()) res.setHeader('Connection', 'close');
+      if (isDraining()) res.setHeader('Connection', 'close');
       res.statusCode = status;
       if (body !== undefined) {
         res.setHeader('Content-Type', contentType);

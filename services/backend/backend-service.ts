@@ -10,14 +10,17 @@ import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
 import { createBackendApp } from './backend-app.ts';
 import { createBackendMetrics } from './backend-metrics.ts';
+import { trackHttpConnections } from './http-connections.ts';
 import { startStoreMonitor, type StoreMonitor } from './store-monitor.ts';
 
 export interface BackendDeps {
   readonly logger: Logger;
   /** A fresh registry (with process metrics) when omitted. */
   readonly registry?: Registry;
-  /** How long close() lets in-flight requests run before cutting their connections. */
+  /** How long close() lets in-flight requests run, once the listener is closed, before cutting their connections. */
   readonly shutdownGraceMs?: number;
+  /** How often shutdown looks for idle connections to close (each must stay idle one whole interval). */
+  readonly idleCheckMs?: number;
   /** Period of the USAGE probe behind kvbackend_store_up (SPEC §3: 5 s). */
   readonly monitorIntervalMs?: number;
 }
@@ -28,15 +31,21 @@ export interface BackendService {
   readonly pool: StorePool;
   readonly registry: Registry;
   readonly monitor: StoreMonitor;
-  /** Graceful: stop accepting, let in-flight requests finish (new ones get 503), then close the pool and the admin port. */
+  /**
+   * Graceful: readiness fails at once; after config.shutdownDelayMs (responses meanwhile
+   * close their connections) stop accepting, answer every request already read (new
+   * ones on kept-alive connections get 503), close idle connections, then the pool and
+   * the admin port.
+   */
   close(): Promise<void>;
   /** Immediate and idempotent. */
   destroy(): void;
 }
 
 const PROBE_TIMEOUT_MS = 1000;
-// Requests still running after this are cut, so that close() ends before the entry
-// point's own force-exit (run-service.ts, 5 s) and the pool and admin port close cleanly.
+// Requests still running this long after the listener closed are cut, so that close()
+// ends before the entry point's own force-exit (run-service.ts: the drain delay + 5 s)
+// and the pool and admin port close cleanly.
 const SHUTDOWN_GRACE_MS = 4000;
 
 /** The probe's own time-out (SPEC §3: 1 s), whatever STORE_TIMEOUT_MS is. */
@@ -70,9 +79,20 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   const metrics = createBackendMetrics({ registry, poolStates: () => pool.stateCounts() });
   pool.observer = metrics.observeCommand;
 
+  // draining: shutdown has begun (readiness fails, responses close their connections);
+  // closing: the listener is closed too, and new requests get 503.
+  let draining = false;
   let closing = false;
-  const app = createBackendApp({ store: pool, metrics, logger, maxValueBytes: config.maxValueBytes, isClosing: () => closing });
+  const app = createBackendApp({
+    store: pool,
+    metrics,
+    logger,
+    maxValueBytes: config.maxValueBytes,
+    isClosing: () => closing,
+    isDraining: () => draining,
+  });
   const server = createServer(app);
+  const connections = trackHttpConnections(server, { idleCheckMs: deps.idleCheckMs });
   // `Expect: 100-continue` (curl sends it for large uploads): invite the body only when it
   // will be accepted; an oversized one, or any request during shutdown, is answered at once.
   server.on('checkContinue', (req, res) => {
@@ -84,7 +104,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   // full store would refuse while the pool serves. Once shutdown begins it fails, so
   // load balancers stop sending traffic.
   const probe = (): Promise<number> =>
-    closing ? Promise.reject(new Error('shutting down')) : withTimeout(pool.probeUsage(), PROBE_TIMEOUT_MS);
+    draining ? Promise.reject(new Error('shutting down')) : withTimeout(pool.probeUsage(), PROBE_TIMEOUT_MS);
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let port: number;
@@ -104,6 +124,8 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   logger.info({ port, metricsPort, host: config.host, store: `${store.host}:${store.port}`, poolSize: config.storePoolSize }, 'kvbackend ready');
 
   let closed: Promise<void> | undefined;
+  let delayTimer: NodeJS.Timeout | undefined;
+  let endDelay = (): void => {};
   return {
     port,
     metricsPort,
@@ -112,15 +134,19 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     monitor,
     close() {
       closed ??= (async () => {
+        draining = true;
+        const delayMs = config.shutdownDelayMs;
+        logger.info({ delayMs, connections: connections.size }, 'kvbackend shutting down');
+        // Readiness fails now; the listener stays open for the delay, so an orchestrator
+        // can take this backend out of its load balancer before anything is refused.
+        if (delayMs > 0) {
+          await new Promise<void>((resolve) => {
+            endDelay = resolve; // destroy() ends the delay early
+            delayTimer = setTimeout(resolve, delayMs);
+          });
+        }
         closing = true;
-        logger.info('kvbackend shutting down');
-        // server.close() stops accepting and ends idle keep-alive connections; busy ones
-        // end after their response (which carries Connection: close while closing).
-        const drained = closeServer(server);
-        const grace = setTimeout(() => server.closeAllConnections(), deps.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
-        grace.unref();
-        await drained;
-        clearTimeout(grace);
+        await connections.drain(deps.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
         await monitor.close();
         await pool.close();
         const adminClosed = closeServer(admin);
@@ -131,9 +157,10 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       return closed;
     },
     destroy() {
-      closing = true;
-      server.closeAllConnections();
-      server.close();
+      draining = closing = true;
+      clearTimeout(delayTimer);
+      endDelay();
+      connections.destroy();
       admin.closeAllConnections();
       admin.close();
       void monitor.close();

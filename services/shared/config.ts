@@ -84,6 +84,12 @@ export const backendSettings = {
   store: { env: 'KV_STORE', default: '127.0.0.1:8765', description: 'Store address, `host:port`.', parse: hostPort },
   storeTimeoutMs: { env: 'STORE_TIMEOUT_MS', default: '1000', description: 'Time-out on every store command, in ms.', parse: integer(1, 600_000) },
   storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to the store; requests are pipelined on them.', parse: integer(1, 256) },
+  shutdownDelayMs: {
+    env: 'BACKEND_SHUTDOWN_DELAY_MS',
+    default: '0',
+    description: 'On SIGTERM, how long the backend keeps serving with /readyz failing (and every response closing its connection) before its listener closes, in ms, so a load balancer can take it out first.',
+    parse: integer(0, 600_000),
+  },
   ...commonSettings,
 } satisfies Record<string, Setting<unknown>>;
 
