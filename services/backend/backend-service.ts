@@ -10,6 +10,7 @@ import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
 import { createBackendApp } from './backend-app.ts';
 import { createBackendMetrics } from './backend-metrics.ts';
+import { BodyBudget } from './body-budget.ts';
 import { trackHttpConnections } from './http-connections.ts';
 import { startStoreMonitor, type StoreMonitor } from './store-monitor.ts';
 
@@ -76,7 +77,8 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     maxReplyBytes: Math.ceil(config.maxValueBytes / 3) * 4 + 512,
     onRefused: () => metrics.recordRefusedConnection(),
   });
-  const metrics = createBackendMetrics({ registry, poolStates: () => pool.stateCounts() });
+  const bodyBudget = new BodyBudget(config.bodyBufferBytes);
+  const metrics = createBackendMetrics({ registry, poolStates: () => pool.stateCounts(), bodyBuffer: bodyBudget });
   pool.observer = metrics.observeCommand;
 
   // draining: shutdown has begun (readiness fails, responses close their connections);
@@ -88,15 +90,19 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     metrics,
     logger,
     maxValueBytes: config.maxValueBytes,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    bodyBudget,
     isClosing: () => closing,
     isDraining: () => draining,
   });
   const server = createServer(app);
   const connections = trackHttpConnections(server, { idleCheckMs: deps.idleCheckMs });
   // `Expect: 100-continue` (curl sends it for large uploads): invite the body only when it
-  // will be accepted; an oversized one, or any request during shutdown, is answered at once.
+  // will be accepted; an oversized one, one that does not fit the body budget now, or any
+  // request during shutdown, is answered at once.
   server.on('checkContinue', (req, res) => {
-    if (!closing && !(Number(req.headers['content-length']) > config.maxValueBytes)) res.writeContinue();
+    const declared = Number(req.headers['content-length']);
+    if (!closing && !(declared > config.maxValueBytes) && !(bodyBudget.used + declared > bodyBudget.limit)) res.writeContinue();
     app(req, res);
   });
   // Readiness asks the question a load balancer means: can this backend serve? So the

@@ -84,6 +84,18 @@ export const backendSettings = {
   store: { env: 'KV_STORE', default: '127.0.0.1:8765', description: 'Store address, `host:port`.', parse: hostPort },
   storeTimeoutMs: { env: 'STORE_TIMEOUT_MS', default: '1000', description: 'Time-out on every store command, in ms.', parse: integer(1, 600_000) },
   storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to the store; requests are pipelined on them.', parse: integer(1, 256) },
+  bodyTimeoutMs: {
+    env: 'BODY_TIMEOUT_MS',
+    default: '30000',
+    description: 'Longest a request body may take to arrive once its headers are in, in ms; a slower one gets 408 and its connection is closed.',
+    parse: integer(1, 3_600_000),
+  },
+  bodyBufferBytes: {
+    env: 'BODY_BUFFER_BYTES',
+    default: '67108864',
+    description: 'Request-body bytes the backend holds at once across all connections (a declared Content-Length counts whole from the start); a body that does not fit gets 503 at once. At least MAX_VALUE_BYTES.',
+    parse: integer(1, Number.MAX_SAFE_INTEGER),
+  },
   shutdownDelayMs: {
     env: 'BACKEND_SHUTDOWN_DELAY_MS',
     default: '0',
