@@ -3,7 +3,8 @@ import type { Registry } from 'prom-client';
 import { StoreTimeoutError } from '../client/errors.ts';
 import { StorePool } from '../client/store-pool.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
-import type { BackendConfig } from '../shared/config.ts';
+import { bindError } from '../shared/bind-error.ts';
+import { backendSettings, type BackendConfig } from '../shared/config.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -115,9 +116,14 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
 
   let port: number;
   let metricsPort: number;
+  const hostSetting = { hostEnv: backendSettings.host.env, host: config.host };
   try {
-    port = await listen(server, config.port, config.host);
-    metricsPort = await listen(admin, config.metricsPort, config.host);
+    port = await listen(server, config.port, config.host).catch((err: unknown) => {
+      throw bindError(err, { ...hostSetting, portEnv: backendSettings.port.env, port: config.port });
+    });
+    metricsPort = await listen(admin, config.metricsPort, config.host).catch((err: unknown) => {
+      throw bindError(err, { ...hostSetting, portEnv: backendSettings.metricsPort.env, port: config.metricsPort });
+    });
   } catch (err) {
     pool.destroy();
     server.close();

@@ -87,6 +87,8 @@ export async function runService<C extends { readonly logLevel: LogLevel }, S ex
     if (stopping) shutDown(service);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
+    // A setting that cannot work (a port in use, a host that does not resolve) reads like a bad value.
+    if (err instanceof ConfigError) process.stderr.write(`${name}: ${message}\n`);
     logger.fatal({ err: { message } }, `${name} failed to start: ${message}`);
     leave(1);
   }

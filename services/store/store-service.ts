@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
-import { lineBound, type StoreConfig } from '../shared/config.ts';
+import { bindError } from '../shared/bind-error.ts';
+import { lineBound, storeSettings, type StoreConfig } from '../shared/config.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -95,9 +96,14 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let metricsPort: number;
+  const hostSetting = { hostEnv: storeSettings.host.env, host: config.host };
   try {
-    port = await tcp.listen(config.port, config.host);
-    metricsPort = await listen(admin, config.metricsPort, config.host);
+    port = await tcp.listen(config.port, config.host).catch((err: unknown) => {
+      throw bindError(err, { ...hostSetting, portEnv: storeSettings.port.env, port: config.port });
+    });
+    metricsPort = await listen(admin, config.metricsPort, config.host).catch((err: unknown) => {
+      throw bindError(err, { ...hostSetting, portEnv: storeSettings.metricsPort.env, port: config.metricsPort });
+    });
   } catch (err) {
     tcp.destroy();
     admin.close();
