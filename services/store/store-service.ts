@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
@@ -87,12 +87,15 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
 
   let closing = false;
   let port = 0;
+  // The address the listener is bound to, an IP literal: the probe then connects without
+  // a name lookup, so its socket's local port is known by the time the store accepts it.
+  let probeHost = '127.0.0.1';
   // The probe goes through the store's own listener, so readiness proves it accepts and
   // answers; MAX_CONNECTIONS does not count it (a full store still serves: it is ready).
   const probe = (): Promise<number> =>
     closing
       ? Promise.reject(new Error('shutting down'))
-      : probeUsage({ host: selfAddress(config.host), port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket });
+      : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket });
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let metricsPort: number;
@@ -101,6 +104,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     port = await tcp.listen(config.port, config.host).catch((err: unknown) => {
       throw bindError(err, { ...hostSetting, portEnv: storeSettings.port.env, port: config.port });
     });
+    probeHost = selfAddress((tcp.server.address() as AddressInfo).address);
     metricsPort = await listen(admin, config.metricsPort, config.host).catch((err: unknown) => {
       throw bindError(err, { ...hostSetting, portEnv: storeSettings.metricsPort.env, port: config.metricsPort });
     });
