@@ -123,6 +123,35 @@ describe('backend graceful shutdown', () => {
     expect((await h.conn(store.port).get('late'))?.toString()).toBe('helloworld');
   });
 
+  it('with a drain delay: readiness fails at once while requests are still served and accepted, each response closing its connection', async () => {
+    const store = await h.store();
+    // Longer than the test: everything below happens inside the delay.
+    const backend = await h.backend(store.port, { shutdownDelayMs: 600_000 });
+    const admin = (path: string) => fetch(`http://127.0.0.1:${backend.metricsPort}${path}`);
+    expect((await admin('/readyz')).status).toBe(200);
+    const keptAlive = await rawConnection(backend.port);
+    keptAlive.write('PUT /during HTTP/1.1\r\nHost: test\r\nContent-Length: 2\r\n\r\nv1');
+    expect((await keptAlive.next()).status).toBe(204);
+
+    void backend.close();
+    expect((await admin('/readyz')).status).toBe(503);
+    expect(await (await admin('/healthz')).json()).toMatchObject({ status: 'error', error: 'shutting down' });
+    expect((await admin('/livez')).status).toBe(200);
+
+    // The kept-alive connection is served, and told to close.
+    keptAlive.write('GET /during HTTP/1.1\r\nHost: test\r\n\r\n');
+    const served = await keptAlive.next();
+    expect(served.status).toBe(200);
+    expect(served.body).toBe('v1');
+    expect(served.headers.connection).toBe('close');
+    await keptAlive.closed;
+    // A new connection is still accepted and served (a load balancer may not have noticed yet).
+    const fresh = await send(backend.port, 'PUT', '/fresh', 'v2');
+    expect(fresh.status).toBe(204);
+    expect(fresh.headers.connection).toBe('close');
+    expect((await h.conn(store.port).get('fresh'))?.toString()).toBe('v2');
+  });
+
   it('main.ts exits 0 on SIGTERM and on SIGINT, also with the store down', async () => {
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const service = await startServiceProcess(

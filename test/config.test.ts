@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, lineBound, loadStoreConfig, storeSettings } from '../services/shared/config.ts';
+import { backendSettings, ConfigError, lineBound, loadBackendConfig, loadStoreConfig, storeSettings } from '../services/shared/config.ts';
+import { listen } from '../services/shared/listen.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -76,6 +78,7 @@ describe('loadStoreConfig', () => {
     ['IDLE_TIMEOUT_MS', '1.5'],
     ['LOG_LEVEL', 'verbose'],
     ['MAX_VALUE_BYTES', String(512 * 1024 * 1024 + 1)],
+    ['MAX_VALUE_BYTES', '0'],
   ])('%s=%j is refused with a message naming the variable and the value', (name, value) => {
     let error: unknown;
     try {
@@ -94,6 +97,120 @@ describe('loadStoreConfig', () => {
       expect(setting.description.length).toBeGreaterThan(10);
       expect(() => (setting.parse as (raw: string, env: string) => unknown)(setting.default, setting.env)).not.toThrow();
     }
+  });
+});
+
+/** The ConfigError thrown by `load`, or a failure when it does not throw one. */
+function configError(load: () => unknown): ConfigError {
+  try {
+    load();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('no ConfigError thrown');
+}
+
+describe('settings that clash', () => {
+  it('an admin port equal to the service port is refused, naming both variables (0, any free port, may repeat)', () => {
+    const store = configError(() => loadStoreConfig({ STORE_METRICS_PORT: '8765' })).message;
+    expect(store).toContain('STORE_METRICS_PORT=8765');
+    expect(store).toContain('STORE_PORT');
+    const backend = configError(() => loadBackendConfig({ PORT: '9000', BACKEND_METRICS_PORT: '9000' })).message;
+    expect(backend).toContain('BACKEND_METRICS_PORT=9000');
+    expect(backend).toContain('PORT');
+    expect(loadStoreConfig({ STORE_PORT: '0', STORE_METRICS_PORT: '0' })).toMatchObject({ port: 0, metricsPort: 0 });
+  });
+
+  it('BODY_BUFFER_BYTES below MAX_VALUE_BYTES is refused, naming both', () => {
+    const message = configError(() => loadBackendConfig({ MAX_VALUE_BYTES: '2048', BODY_BUFFER_BYTES: '2047' })).message;
+    expect(message).toContain('BODY_BUFFER_BYTES=2047');
+    expect(message).toContain('MAX_VALUE_BYTES=2048');
+    expect(loadBackendConfig({ MAX_VALUE_BYTES: '2048', BODY_BUFFER_BYTES: '2048' }).bodyBufferBytes).toBe(2048);
+  });
+});
+
+describe('loadBackendConfig', () => {
+  it('has defaults for the shutdown delay and the body limits', () => {
+    expect(loadBackendConfig({})).toMatchObject({ shutdownDelayMs: 0, bodyTimeoutMs: 30000, bodyBufferBytes: 67108864, store: { host: '127.0.0.1', port: 8765 } });
+  });
+
+  it.each([
+    ['localhost:8765', { host: 'localhost', port: 8765 }],
+    ['10.0.0.7:1', { host: '10.0.0.7', port: 1 }],
+    ['[::1]:8765', { host: '::1', port: 8765 }],
+    ['[2001:db8::7]:65535', { host: '2001:db8::7', port: 65535 }],
+  ])('KV_STORE=%s is read as %j', (raw, expected) => {
+    expect(loadBackendConfig({ KV_STORE: raw }).store).toEqual(expected);
+  });
+
+  it.each([
+    ['KV_STORE', '::1:8765'], // unbracketed IPv6: where does the address end?
+    ['KV_STORE', 'fe80::1:80'],
+    ['KV_STORE', '[127.0.0.1]:80'],
+    ['KV_STORE', '[::1]'],
+    ['KV_STORE', 'store'],
+    ['KV_STORE', 'store:0'],
+    ['KV_STORE', 'store:65536'],
+    ['BACKEND_SHUTDOWN_DELAY_MS', '-1'],
+    ['BACKEND_SHUTDOWN_DELAY_MS', '600001'],
+    ['BODY_TIMEOUT_MS', '0'],
+    ['BODY_TIMEOUT_MS', '30s'],
+    ['BODY_BUFFER_BYTES', '0'],
+    ['BODY_BUFFER_BYTES', '64MiB'],
+    ['MAX_VALUE_BYTES', '0'],
+  ])('%s=%j is refused with a message naming the variable and the value', (name, value) => {
+    const message = configError(() => loadBackendConfig({ [name]: value })).message;
+    expect(message).toContain(name);
+    expect(message).toContain(JSON.stringify(value));
+  });
+
+  it('every setting has an env name, a default that parses, and a description', () => {
+    for (const setting of Object.values(backendSettings)) {
+      expect(setting.env).toMatch(/^[A-Z_]+$/);
+      expect(setting.description.length).toBeGreaterThan(10);
+      expect(() => (setting.parse as (raw: string, env: string) => unknown)(setting.default, setting.env)).not.toThrow();
+    }
+  });
+});
+
+/** Runs a service's main.ts to its exit (it must not start) and returns what it said. */
+function runMain(script: string, env: Record<string, string>) {
+  return spawnSync(process.execPath, [script], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000 });
+}
+
+function expectRefusedNaming(result: ReturnType<typeof runMain>, ...names: string[]): void {
+  expect(result.status, result.stderr).toBe(1);
+  for (const name of names) expect(result.stderr).toContain(name);
+  expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  expect(result.stdout).not.toMatch(/"msg":"kv(store|backend) ready"/);
+}
+
+describe('main.ts when a listener cannot be bound: a message naming the variable, exit 1', () => {
+  it('STORE_HOST / HOST that does not resolve', () => {
+    expectRefusedNaming(runMain('services/store/main.ts', { STORE_HOST: 'not-a-host.invalid', STORE_PORT: '0', STORE_METRICS_PORT: '0' }), 'STORE_HOST="not-a-host.invalid"', 'does not resolve');
+    expectRefusedNaming(runMain('services/backend/main.ts', { HOST: 'not-a-host.invalid', PORT: '0', BACKEND_METRICS_PORT: '0' }), 'HOST="not-a-host.invalid"', 'does not resolve');
+  });
+
+  it('a port already in use: STORE_PORT, STORE_METRICS_PORT, PORT, BACKEND_METRICS_PORT', async () => {
+    const taken = createServer();
+    const port = String(await listen(taken, 0, '127.0.0.1'));
+    try {
+      const store = { STORE_HOST: '127.0.0.1', STORE_PORT: '0', STORE_METRICS_PORT: '0' };
+      expectRefusedNaming(runMain('services/store/main.ts', { ...store, STORE_PORT: port }), `STORE_PORT=${port}`, 'already in use');
+      expectRefusedNaming(runMain('services/store/main.ts', { ...store, STORE_METRICS_PORT: port }), `STORE_METRICS_PORT=${port}`, 'already in use');
+      const backend = { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0' };
+      expectRefusedNaming(runMain('services/backend/main.ts', { ...backend, PORT: port }), `PORT=${port}`, 'already in use');
+      expectRefusedNaming(runMain('services/backend/main.ts', { ...backend, BACKEND_METRICS_PORT: port }), `BACKEND_METRICS_PORT=${port}`, 'already in use');
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('an admin port equal to the service port, and MAX_VALUE_BYTES=0, before anything listens', () => {
+    expectRefusedNaming(runMain('services/store/main.ts', { STORE_PORT: '18999', STORE_METRICS_PORT: '18999' }), 'STORE_METRICS_PORT=18999', 'STORE_PORT');
+    expectRefusedNaming(runMain('services/backend/main.ts', { KV_STORE: '::1:8765', PORT: '0', BACKEND_METRICS_PORT: '0' }), 'KV_STORE="::1:8765"', '[::1]:8765');
+    expectRefusedNaming(runMain('services/store/main.ts', { MAX_VALUE_BYTES: '0', STORE_PORT: '0', STORE_METRICS_PORT: '0' }), 'MAX_VALUE_BYTES="0"');
   });
 });
 

@@ -107,6 +107,8 @@ describe('alert rules', () => {
         'KvStoreLowHitRate',
         'KvBackendDown',
         'KvBackendStoreUnreachable',
+        'KvBackendStoreConnectionsRefused',
+        'KvBackendBodyBufferFull',
         'KvBackend5xxRatioHigh',
         'KvBackendLatencyP99High',
         'KvBackendErrorBudgetBurnFast',

@@ -276,7 +276,7 @@ export default dashboard({
       }),
       timeseries({
         title: 'Store errors/s by kind',
-        description: 'Failed store commands: timeout (504), unavailable (503), protocol (502).',
+        description: 'Failed store commands: timeout (504), unavailable (503), protocol (502); and max_connections, pool connections a full store refused (KvBackendStoreConnectionsRefused).',
         unit: 'ops',
         width: 8,
         min: 0,
@@ -298,6 +298,25 @@ export default dashboard({
         width: 8,
         min: 0,
         queries: [query(sel('kvbackend_store_usage_bytes'), '{{instance}}')],
+      }),
+      timeseries({
+        title: 'Request bodies held and their limit',
+        description: 'Request-body bytes the backends hold for bodies being read (a declared length counts whole), against BODY_BUFFER_BYTES; past it, writes get 503 at once.',
+        unit: 'bytes',
+        width: 8,
+        min: 0,
+        queries: [
+          query(sel('kvbackend_http_body_buffered_bytes'), 'held {{instance}}'),
+          query(sel('kvbackend_http_body_buffer_limit_bytes'), 'limit {{instance}}'),
+        ],
+      }),
+      timeseries({
+        title: 'Request bodies refused/s by reason',
+        description: 'too_large: over MAX_VALUE_BYTES (413); timeout: not received within BODY_TIMEOUT_MS (408); buffer_full: BODY_BUFFER_BYTES held (503, KvBackendBodyBufferFull).',
+        unit: 'ops',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (reason) (${rate('kvbackend_http_body_refusals_total')})`, '{{reason}}')],
       }),
     ]),
 

@@ -4,6 +4,7 @@ import type { StoreCommands } from '../client/store-commands.ts';
 import type { Logger } from '../shared/logger.ts';
 import { assignRequestId, createAccessLog } from './access-log.ts';
 import type { BackendMetrics } from './backend-metrics.ts';
+import { BodyBudget } from './body-budget.ts';
 import { ALLOWED_METHODS, errorReplies, replyForStoreError, type ErrorReply } from './http-replies.ts';
 import { keyFromPath } from './key-from-path.ts';
 
@@ -17,8 +18,14 @@ export interface BackendAppOptions {
   readonly logger: Logger;
   /** Largest body accepted; more is 413 (and is not read). */
   readonly maxValueBytes: number;
-  /** True once shutdown has begun: new requests get 503 and every response closes its connection. */
+  /** Longest a body may take to arrive, from its request's headers; longer is 408 (default 30 s). */
+  readonly bodyTimeoutMs?: number;
+  /** Body bytes held at once across all requests; a body that does not fit is 503 at once (default: no bound). */
+  readonly bodyBudget?: BodyBudget;
+  /** True once the listener has closed during shutdown: new requests get 503. */
   readonly isClosing?: () => boolean;
+  /** True once shutdown has begun (the drain delay included): every response closes its connection. Defaults to isClosing. */
+  readonly isDraining?: () => boolean;
 }
 
 const TEXT = 'text/plain; charset=utf-8';
@@ -74,7 +81,10 @@ export function createBackendHandler({
   metrics,
   logger,
   maxValueBytes,
+  bodyTimeoutMs = 30_000,
+  bodyBudget = new BodyBudget(Infinity),
   isClosing = () => false,
+  isDraining = isClosing,
 }: BackendAppOptions): (req: IncomingMessage, res: ServerResponse) => void {
   // Access logs cost a child logger per request; skip them when nothing would be written.
   const accessLog = logger.isLevelEnabled('warn') ? createAccessLog(logger) : undefined;
@@ -85,7 +95,7 @@ export function createBackendHandler({
     accessLog?.(req, res);
 
     const finish = (status: number, body?: Buffer, contentType = TEXT): void => {
-      if (isClosing()) res.setHeader('Connection', 'close');
+      if (isDraining()) res.setHeader('Connection', 'close');
       res.statusCode = status;
       if (body !== undefined) {
         res.setHeader('Content-Type', contentType);
@@ -121,13 +131,14 @@ export function createBackendHandler({
       } else {
         const ttl = ttlFromUrl(req.url!);
         if (Number.isNaN(ttl)) return fail(errorReplies.invalidTtl);
-        readBody(req, maxValueBytes, (outcome, body) => {
-          if (outcome === 'too_large') {
+        readBody(req, { limit: maxValueBytes, timeoutMs: bodyTimeoutMs, budget: bodyBudget }, (outcome, body) => {
+          if (outcome === 'aborted') return; // the client is gone; nothing to answer
+          if (outcome !== 'ok') {
+            metrics?.recordBodyRefusal(outcome);
             // The rest of the body is not read: close the connection after the answer.
             res.setHeader('Connection', 'close');
-            return fail(errorReplies.valueTooLarge);
+            return fail(outcome === 'too_large' ? errorReplies.valueTooLarge : outcome === 'timeout' ? errorReplies.bodyTimeout : errorReplies.bodyBufferFull);
           }
-          if (outcome === 'aborted') return; // the client is gone; nothing to answer
           // A line break would end the store command early and start another one.
           if (body!.includes(LF) || body!.includes(CR)) return fail(errorReplies.lineBreakInValue);
           // Outside the try below (this runs later): the client's argument checks throw synchronously.
@@ -144,35 +155,56 @@ export function createBackendHandler({
   };
 }
 
-type BodyOutcome = 'ok' | 'too_large' | 'aborted';
+/** How reading a body ended; every refusal is a `reason` of kvbackend_http_body_refusals_total. */
+export type BodyOutcome = 'ok' | 'aborted' | BodyRefusal;
+export type BodyRefusal = 'too_large' | 'timeout' | 'buffer_full';
+
+interface BodyLimits {
+  readonly limit: number;
+  readonly timeoutMs: number;
+  readonly budget: BodyBudget;
+}
 
 /**
- * Reads a request body of at most `limit` bytes. A declared Content-Length over the
- * limit is refused before anything is read; a longer chunked body is refused as soon
- * as it passes the limit, and the chunks read so far are dropped.
+ * Reads a request body of at most `limit` bytes within `timeoutMs`, holding its bytes
+ * against the shared budget. A declared Content-Length over the limit, or one that does
+ * not fit the budget, is refused before anything is read; a chunked body is refused as
+ * soon as it passes either; the chunks read so far are dropped and their bytes given back.
  */
-function readBody(req: IncomingMessage, limit: number, done: (outcome: BodyOutcome, body?: Buffer) => void): void {
+function readBody(req: IncomingMessage, { limit, timeoutMs, budget }: BodyLimits, done: (outcome: BodyOutcome, body?: Buffer) => void): void {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return done('too_large');
+  // A declared length is taken whole at once: stalled uploads cannot each pass the check
+  // with nothing read yet and then fill memory together.
+  let held = declared === undefined ? 0 : Number(declared);
+  if (!budget.take(held)) return done('buffer_full');
   const chunks: Buffer[] = [];
   let size = 0;
   let settled = false;
+  const timer = setTimeout(() => settle('timeout'), timeoutMs);
   const settle = (outcome: BodyOutcome, body?: Buffer): void => {
     if (settled) return;
     settled = true;
+    clearTimeout(timer);
+    budget.give(held);
+    held = 0;
     req.off('data', onData);
     req.off('end', onEnd);
     req.off('error', onAbort);
     req.off('close', onAbort);
     done(outcome, body);
   };
+  const refuse = (outcome: BodyRefusal): void => {
+    chunks.length = 0;
+    settle(outcome);
+    req.resume(); // keep discarding until the connection closes; nothing more is held
+  };
   const onData = (chunk: Buffer): void => {
     size += chunk.length;
-    if (size > limit) {
-      chunks.length = 0;
-      settle('too_large');
-      req.resume(); // keep discarding until the connection closes; nothing more is held
-      return;
+    if (size > limit) return refuse('too_large');
+    if (size > held) {
+      if (!budget.take(size - held)) return refuse('buffer_full');
+      held = size;
     }
     chunks.push(chunk);
   };

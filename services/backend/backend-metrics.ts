@@ -1,7 +1,8 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { errorKind, StoreReplyError } from '../client/errors.ts';
+import { errorKind, StoreMaxConnectionsError, StoreReplyError } from '../client/errors.ts';
 import type { CommandObserver, CommandResult } from '../client/store-commands.ts';
 import type { ConnectionState } from '../client/store-connection.ts';
+import type { BodyRefusal } from './backend-app.ts';
 import { FastHistogram } from './fast-histogram.ts';
 
 /** What the backend records (SPEC §4); every label value comes from a fixed set. */
@@ -10,6 +11,10 @@ export interface BackendMetrics {
   recordRequest(method: string, status: number, seconds: number): void;
   /** Hook for StorePool.observer: kvbackend_store_commands_total, _duration_seconds, _errors_total. */
   readonly observeCommand: CommandObserver;
+  /** A request body refused: over MAX_VALUE_BYTES, not received within BODY_TIMEOUT_MS, or past BODY_BUFFER_BYTES. */
+  recordBodyRefusal(reason: BodyRefusal): void;
+  /** The store refused one of the pool's connections at its MAX_CONNECTIONS. */
+  recordRefusedConnection(): void;
   /** The periodic USAGE probe's outcome: usage in bytes, or undefined when it failed. */
   recordProbe(usage: number | undefined): void;
 }
@@ -18,6 +23,8 @@ export interface BackendMetricsOptions {
   readonly registry: Registry;
   /** Live connection states of the pool, read at scrape time. */
   readonly poolStates?: () => Record<ConnectionState, number>;
+  /** The request-body budget (BODY_BUFFER_BYTES), read at scrape time. */
+  readonly bodyBuffer?: { readonly used: number; readonly limit: number };
 }
 
 // Sub-millisecond buckets: a cache hit on a local store takes well under 1 ms.
@@ -69,7 +76,7 @@ interface CommandSeries {
  * with labels cost about 2 µs per request together, measured, on a request that
  * costs about 25 µs). prom-client reads the totals when it is scraped.
  */
-export function createBackendMetrics({ registry, poolStates }: BackendMetricsOptions): BackendMetrics {
+export function createBackendMetrics({ registry, poolStates, bodyBuffer }: BackendMetricsOptions): BackendMetrics {
   const httpDuration = new FastHistogram({
     name: 'kvbackend_http_request_duration_seconds',
     help: 'Time from request arrival to the end of the response, in seconds.',
@@ -104,9 +111,53 @@ export function createBackendMetrics({ registry, poolStates }: BackendMetricsOpt
     for (const c of commands.values()) for (const t of Object.values(c.results)) if (t.n > 0) yield t;
   });
 
-  // Alerts read these from the start: every kind exists at zero.
-  const errorKinds = { timeout: { labels: { kind: 'timeout' }, n: 0 }, unavailable: { labels: { kind: 'unavailable' }, n: 0 }, protocol: { labels: { kind: 'protocol' }, n: 0 } };
-  tallyCounter('kvbackend_store_errors_total', 'Failed store commands by kind: timeout, unavailable or protocol.', ['kind'], registry, () => Object.values(errorKinds));
+  // Alerts read these from the start: every kind exists at zero. max_connections counts
+  // refused connections (once each), not the commands that failed with one.
+  const errorKinds = {
+    timeout: { labels: { kind: 'timeout' }, n: 0 },
+    unavailable: { labels: { kind: 'unavailable' }, n: 0 },
+    protocol: { labels: { kind: 'protocol' }, n: 0 },
+    max_connections: { labels: { kind: 'max_connections' }, n: 0 },
+  };
+  tallyCounter(
+    'kvbackend_store_errors_total',
+    'Failed store commands by kind (timeout, unavailable, protocol), and pool connections the store refused at its MAX_CONNECTIONS (max_connections).',
+    ['kind'],
+    registry,
+    () => Object.values(errorKinds),
+  );
+
+  // Every reason exists at zero, for alerts.
+  const bodyRefusals: Record<BodyRefusal, Tally> = {
+    too_large: { labels: { reason: 'too_large' }, n: 0 },
+    timeout: { labels: { reason: 'timeout' }, n: 0 },
+    buffer_full: { labels: { reason: 'buffer_full' }, n: 0 },
+  };
+  tallyCounter(
+    'kvbackend_http_body_refusals_total',
+    'Request bodies refused, by reason: too_large (413, over MAX_VALUE_BYTES), timeout (408, BODY_TIMEOUT_MS), buffer_full (503, BODY_BUFFER_BYTES).',
+    ['reason'],
+    registry,
+    () => Object.values(bodyRefusals),
+  );
+  if (bodyBuffer) {
+    new Gauge({
+      name: 'kvbackend_http_body_buffered_bytes',
+      help: 'Request-body bytes held right now by bodies being read (declared lengths count whole).',
+      registers: [registry],
+      collect() {
+        this.set(bodyBuffer.used);
+      },
+    });
+    new Gauge({
+      name: 'kvbackend_http_body_buffer_limit_bytes',
+      help: 'BODY_BUFFER_BYTES: the request-body bytes the backend holds at most; past it a body is refused with 503.',
+      registers: [registry],
+      collect() {
+        this.set(bodyBuffer.limit);
+      },
+    });
+  }
 
   const storeUp = new Gauge({ name: 'kvbackend_store_up', help: '1 when the last USAGE probe of the store succeeded, else 0.', registers: [registry] });
   const storeUsage = new Gauge({ name: 'kvbackend_store_usage_bytes', help: 'Bytes held by the store, from the last successful USAGE probe.', registers: [registry] });
@@ -142,7 +193,15 @@ export function createBackendMetrics({ registry, poolStates }: BackendMetricsOpt
       c.results[result].n++;
       c.observe(seconds);
       // ERROR replies are the store's answer, not a transport failure: counted by result only.
-      if (error !== undefined && !(error instanceof StoreReplyError)) errorKinds[errorKind(error)].n++;
+      if (error !== undefined && !(error instanceof StoreReplyError) && !(error instanceof StoreMaxConnectionsError)) errorKinds[errorKind(error)].n++;
+    },
+
+    recordBodyRefusal(reason) {
+      bodyRefusals[reason].n++;
+    },
+
+    recordRefusedConnection() {
+      errorKinds.max_connections.n++;
     },
 
     recordProbe(usage) {

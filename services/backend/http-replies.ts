@@ -16,11 +16,13 @@ export const errorReplies = Object.freeze({
   lineBreakInValue: reply(400, 'invalid value: the body cannot contain CR or LF'),
   notFound: reply(404, 'not found'),
   methodNotAllowed: reply(405, 'method not allowed'),
+  bodyTimeout: reply(408, 'request body not received in time'),
   valueTooLarge: reply(413, 'value too large'),
   internal: reply(500, 'internal error'),
   badStoreReply: reply(502, 'bad reply from the store'),
   storeUnavailable: reply(503, 'store unavailable'),
   shuttingDown: reply(503, 'shutting down'),
+  bodyBufferFull: reply(503, 'too many request bodies in progress: retry later'),
   storeTimeout: reply(504, 'store did not answer in time'),
   storeOutOfMemory: reply(507, 'store out of memory'),
 });

@@ -2,4 +2,10 @@ import { loadBackendConfig } from '../shared/config.ts';
 import { runService } from '../shared/run-service.ts';
 import { startBackendService } from './backend-service.ts';
 
-await runService({ name: 'kvbackend', loadConfig: loadBackendConfig, start: (config, logger) => startBackendService(config, { logger }) });
+await runService({
+  name: 'kvbackend',
+  loadConfig: loadBackendConfig,
+  start: (config, logger) => startBackendService(config, { logger }),
+  // The drain delay comes before the usual stop (at most 4 s of requests, then the pool).
+  forceExitMs: (config) => config.shutdownDelayMs + 5000,
+});

@@ -21,6 +21,18 @@ export class StoreUnavailableError extends StoreError {
   override name = 'StoreUnavailableError';
 }
 
+/**
+ * The store took the connection and refused it at once (`ERROR max connections
+ * reached`): it is full, not down. A transport failure (the socket is closed), told
+ * apart so that a full store can be reported as full.
+ */
+export class StoreMaxConnectionsError extends StoreUnavailableError {
+  override name = 'StoreMaxConnectionsError';
+}
+
+/** The line a store sends on a connection it refuses at MAX_CONNECTIONS (it never answers a command with it). */
+export const MAX_CONNECTIONS_REFUSAL = 'ERROR max connections reached';
+
 /** The store did not answer within the command time-out. */
 export class StoreTimeoutError extends StoreError {
   override name = 'StoreTimeoutError';

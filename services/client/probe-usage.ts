@@ -1,9 +1,12 @@
+import type { Socket } from 'node:net';
 import { StoreConnection } from './store-connection.ts';
 
 export interface ProbeTarget {
   readonly host: string;
   readonly port: number;
   readonly timeoutMs: number;
+  /** Told of the probe's socket as soon as it exists. */
+  readonly onSocket?: (socket: Socket) => void;
 }
 
 /**
@@ -11,8 +14,8 @@ export interface ProbeTarget {
  * A new connection each time on purpose: it proves the listener accepts, which a
  * pooled connection opened long ago would not.
  */
-export async function probeUsage({ host, port, timeoutMs }: ProbeTarget): Promise<number> {
-  const conn = new StoreConnection({ host, port, timeoutMs, reconnect: false, maxPending: 1 });
+export async function probeUsage({ host, port, timeoutMs, onSocket }: ProbeTarget): Promise<number> {
+  const conn = new StoreConnection({ host, port, timeoutMs, reconnect: false, maxPending: 1, onSocket });
   try {
     return await conn.usage();
   } finally {

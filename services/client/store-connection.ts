@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
-import { StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
+import { MAX_CONNECTIONS_REFUSAL, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { RequestQueue } from './request-queue.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
 
@@ -16,6 +16,10 @@ export interface StoreConnectionOptions {
   readonly reconnect?: boolean;
   /** Longest reply line accepted (a GET of a 1 MiB value is ~1.4 MB of base64). */
   readonly maxReplyBytes?: number;
+  /** Told of every socket this connection opens (the store's self-probe recognises its own connection by it). */
+  readonly onSocket?: (socket: Socket) => void;
+  /** Told each time the store refuses this connection at its MAX_CONNECTIONS. */
+  readonly onRefused?: () => void;
 }
 
 export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'disconnected' | 'closed';
@@ -45,6 +49,8 @@ export class StoreConnection extends StoreCommands {
   readonly #maxPending: number;
   readonly #reconnect: boolean;
   readonly #maxReplyBytes: number;
+  readonly #onSocket: ((socket: Socket) => void) | undefined;
+  readonly #onRefused: (() => void) | undefined;
 
   #state: ConnectionState = 'idle';
   #socket: Socket | undefined;
@@ -69,6 +75,8 @@ export class StoreConnection extends StoreCommands {
     this.#maxPending = options.maxPending ?? 10_000;
     this.#reconnect = options.reconnect ?? true;
     this.#maxReplyBytes = options.maxReplyBytes ?? 64 * 1024 * 1024;
+    this.#onSocket = options.onSocket;
+    this.#onRefused = options.onRefused;
   }
 
   get state(): ConnectionState {
@@ -141,6 +149,7 @@ export class StoreConnection extends StoreCommands {
     this.#state = 'connecting';
     const socket = connect({ host: this.host, port: this.port, noDelay: true });
     this.#socket = socket;
+    this.#onSocket?.(socket);
     const framer = new LineFramer(this.#maxReplyBytes, {
       onLine: (buf, start, end) => this.#onReply(buf.toString('utf8', start, end)),
       onOverflow: () => this.#fail(socket, new StoreProtocolError('reply line too long')),
@@ -154,8 +163,9 @@ export class StoreConnection extends StoreCommands {
       socket.once('connect', () => {
         clearTimeout(connectTimer);
         if (this.#socket !== socket) return;
+        // The backoff is reset by the first reply, not here: a full store accepts and
+        // then refuses, and a reset on connect would make the retries back-to-back.
         this.#state = 'connected';
-        this.#backoffMs = 0;
         this.#lastError = undefined;
         this.#connecting = undefined;
         this.#flush();
@@ -242,6 +252,13 @@ export class StoreConnection extends StoreCommands {
   }
 
   #onReply(line: string): void {
+    if (line === MAX_CONNECTIONS_REFUSAL) {
+      // Sent on accept, before any command is read: it answers none of the pending ones.
+      this.#onRefused?.();
+      this.#fail(this.#socket!, new StoreMaxConnectionsError(`store ${this.host}:${this.port} refused the connection: max connections reached`));
+      return;
+    }
+    this.#backoffMs = 0;
     const request = this.#awaiting.shift();
     if (!request) {
       this.#fail(this.#socket!, new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));

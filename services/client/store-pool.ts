@@ -44,6 +44,25 @@ export class StorePool extends StoreCommands {
     return this.connections[start]!.command(payload);
   }
 
+  /**
+   * USAGE over a pooled connection, for the readiness probe: it succeeds exactly when
+   * the pool can serve a request, and it never needs a new connection the store's
+   * MAX_CONNECTIONS could refuse while the pool is connected. With no member connected
+   * it first tries to connect them (without waiting for their backoff), so readiness
+   * follows a store that comes back. Not told to the observer: a probe is not traffic.
+   */
+  async probeUsage(): Promise<number> {
+    const connected = this.connections.find((c) => c.state === 'connected');
+    if (connected) return connected.usage();
+    let first: StoreConnection;
+    try {
+      first = await Promise.any(this.connections.map(async (c) => (await c.connect(), c)));
+    } catch (err) {
+      throw (err as AggregateError).errors[0];
+    }
+    return first.usage();
+  }
+
   /** How many connections are in each state, for kvbackend_store_pool_connections{state}. */
   stateCounts(): Record<ConnectionState, number> {
     const counts: Record<ConnectionState, number> = { idle: 0, connecting: 0, connected: 0, disconnected: 0, closed: 0 };

@@ -50,12 +50,21 @@ export interface HostPort {
   readonly port: number;
 }
 
+/**
+ * `host:port`, with an IPv6 address in brackets (`[::1]:8765`). An unbracketed one is
+ * refused: in `::1:8765` nothing says where the address ends (`::1` port 8765, or the
+ * address `::1:8765` with the port missing).
+ */
 export function hostPort(raw: string, env: string): HostPort {
-  const m = /^(.+):(\d+)$/.exec(raw);
-  if (!m) fail(env, raw, 'host:port');
+  const m = /^(\[[^\]]*\]|[^[\]]+):(\d+)$/.exec(raw);
+  if (!m) fail(env, raw, 'host:port, with an IPv6 address in brackets as in [::1]:8765');
+  const bracketed = m[1]!.startsWith('[');
+  const address = bracketed ? m[1]!.slice(1, -1) : m[1]!;
+  if (!bracketed && address.includes(':')) fail(env, raw, 'host:port, with an IPv6 address in brackets as in [::1]:8765');
+  if (bracketed && !address.includes(':')) fail(env, raw, 'host:port, with brackets only around an IPv6 address');
   const port = Number(m[2]);
   if (port < 1 || port > 65535) fail(env, raw, 'host:port with a port from 1 to 65535');
-  return Object.freeze({ host: host(m[1]!.replace(/^\[(.*)\]$/, '$1'), env), port });
+  return Object.freeze({ host: host(address, env), port });
 }
 
 const port = integer(0, 65535);
@@ -63,7 +72,8 @@ const logLevel = oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'tra
 
 export const commonSettings = {
   logLevel: { env: 'LOG_LEVEL', default: 'info', description: 'pino log level: fatal, error, warn, info, debug, trace or silent.', parse: logLevel },
-  maxValueBytes: { env: 'MAX_VALUE_BYTES', default: '1048576', description: 'Largest value accepted, in bytes. The store\'s line bound is this plus 512; the backend answers 413 above it.', parse: integer(0, 512 * 1024 * 1024) },
+  // At least 1: a store that can hold only empty values is a typo, not a choice.
+  maxValueBytes: { env: 'MAX_VALUE_BYTES', default: '1048576', description: 'Largest value accepted, in bytes (1 to 536870912). The store\'s line bound is this plus 512; the backend answers 413 above it.', parse: integer(1, 512 * 1024 * 1024) },
 } satisfies Record<string, Setting<unknown>>;
 
 export const storeSettings = {
@@ -84,6 +94,24 @@ export const backendSettings = {
   store: { env: 'KV_STORE', default: '127.0.0.1:8765', description: 'Store address, `host:port`.', parse: hostPort },
   storeTimeoutMs: { env: 'STORE_TIMEOUT_MS', default: '1000', description: 'Time-out on every store command, in ms.', parse: integer(1, 600_000) },
   storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to the store; requests are pipelined on them.', parse: integer(1, 256) },
+  bodyTimeoutMs: {
+    env: 'BODY_TIMEOUT_MS',
+    default: '30000',
+    description: 'Longest a request body may take to arrive once its headers are in, in ms; a slower one gets 408 and its connection is closed.',
+    parse: integer(1, 3_600_000),
+  },
+  bodyBufferBytes: {
+    env: 'BODY_BUFFER_BYTES',
+    default: '67108864',
+    description: 'Request-body bytes the backend holds at once across all connections (a declared Content-Length counts whole from the start); a body that does not fit gets 503 at once. At least MAX_VALUE_BYTES.',
+    parse: integer(1, Number.MAX_SAFE_INTEGER),
+  },
+  shutdownDelayMs: {
+    env: 'BACKEND_SHUTDOWN_DELAY_MS',
+    default: '0',
+    description: 'On SIGTERM, how long the backend keeps serving with /readyz failing (and every response closing its connection) before its listener closes, in ms, so a load balancer can take it out first.',
+    parse: integer(0, 600_000),
+  },
   ...commonSettings,
 } satisfies Record<string, Setting<unknown>>;
 
@@ -103,11 +131,29 @@ export function loadConfig<S extends Record<string, Setting<unknown>>>(settings:
   return Object.freeze(out) as Parsed<S>;
 }
 
-export const loadStoreConfig = (env: Env, overrides: Partial<StoreConfig> = {}): StoreConfig =>
-  Object.freeze({ ...loadConfig(storeSettings, env), ...overrides });
+/** Two listeners of one service cannot share a port (0 asks the system for any free one). */
+function checkDistinctPorts(port: number, portEnv: string, metricsPort: number, metricsEnv: string): void {
+  if (port !== 0 && port === metricsPort) {
+    throw new ConfigError(`${metricsEnv}=${metricsPort} is invalid: it is also ${portEnv}; the admin port needs a port of its own`);
+  }
+}
 
-export const loadBackendConfig = (env: Env, overrides: Partial<BackendConfig> = {}): BackendConfig =>
-  Object.freeze({ ...loadConfig(backendSettings, env), ...overrides });
+export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}): StoreConfig {
+  const config = Object.freeze({ ...loadConfig(storeSettings, env), ...overrides });
+  checkDistinctPorts(config.port, storeSettings.port.env, config.metricsPort, storeSettings.metricsPort.env);
+  return config;
+}
+
+export function loadBackendConfig(env: Env, overrides: Partial<BackendConfig> = {}): BackendConfig {
+  const config = Object.freeze({ ...loadConfig(backendSettings, env), ...overrides });
+  checkDistinctPorts(config.port, backendSettings.port.env, config.metricsPort, backendSettings.metricsPort.env);
+  if (config.bodyBufferBytes < config.maxValueBytes) {
+    throw new ConfigError(
+      `${backendSettings.bodyBufferBytes.env}=${config.bodyBufferBytes} is invalid: it is below ${commonSettings.maxValueBytes.env}=${config.maxValueBytes}, so a value of the largest size could never be accepted`,
+    );
+  }
+  return config;
+}
 
 /** The line bound of the protocol (SPEC §1): room for command, key, seconds and separators. */
 export const lineBound = (maxValueBytes: number): number => maxValueBytes + 512;

@@ -12,6 +12,8 @@ export interface RunServiceOptions<C extends { readonly logLevel: LogLevel }, S 
   readonly name: string;
   readonly loadConfig: (env: NodeJS.ProcessEnv) => C;
   readonly start: (config: C, logger: Logger) => Promise<S>;
+  /** How long a graceful stop may take before the process leaves anyway (default FORCE_EXIT_MS). */
+  readonly forceExitMs?: (config: C) => number;
 }
 
 /** How long a graceful stop may take before the process leaves anyway. */
@@ -26,6 +28,7 @@ export async function runService<C extends { readonly logLevel: LogLevel }, S ex
   name,
   loadConfig,
   start,
+  forceExitMs = () => FORCE_EXIT_MS,
 }: RunServiceOptions<C, S>): Promise<void> {
   let config: C;
   try {
@@ -66,11 +69,12 @@ export async function runService<C extends { readonly logLevel: LogLevel }, S ex
     }
     stopping = true;
     logger.info({ signal }, 'signal received');
+    const timeoutMs = forceExitMs(config);
     setTimeout(() => {
-      logger.error({ timeoutMs: FORCE_EXIT_MS }, 'shutdown took too long: exiting');
+      logger.error({ timeoutMs }, 'shutdown took too long: exiting');
       service?.destroy();
       leave(1);
-    }, FORCE_EXIT_MS).unref();
+    }, timeoutMs).unref();
     if (service) shutDown(service);
   };
   // Installed before the service starts: the ready line can reach a supervisor (which
@@ -83,6 +87,8 @@ export async function runService<C extends { readonly logLevel: LogLevel }, S ex
     if (stopping) shutDown(service);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
+    // A setting that cannot work (a port in use, a host that does not resolve) reads like a bad value.
+    if (err instanceof ConfigError) process.stderr.write(`${name}: ${message}\n`);
     logger.fatal({ err: { message } }, `${name} failed to start: ${message}`);
     leave(1);
   }

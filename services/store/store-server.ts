@@ -19,6 +19,8 @@ export interface StoreServerOptions {
   /** 0 = never. */
   readonly idleTimeoutMs: number;
   readonly evictionPolicy: string;
+  /** A connection for which this is true is accepted past maxConnections (the store's own readiness probe). */
+  readonly exemptFromLimit?: (socket: Socket) => boolean;
 }
 
 /** What a test (or STATS) can see of one connection's flow control. */
@@ -363,7 +365,7 @@ export class StoreServer {
       socket.destroy();
       return;
     }
-    if (this.#connections.size >= maxConnections) {
+    if (this.#connections.size >= maxConnections && !this.options.exemptFromLimit?.(socket)) {
       this.metrics.rejectedConnections++;
       this.metrics.sentBytes += MAX_CONNECTIONS_REPLY.length;
       logger.warn({ remote: socket.remoteAddress, maxConnections }, 'max connections reached: refusing a connection');

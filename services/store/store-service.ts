@@ -1,8 +1,10 @@
 import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
-import { lineBound, type StoreConfig } from '../shared/config.ts';
+import { bindError } from '../shared/bind-error.ts';
+import { lineBound, storeSettings, type StoreConfig } from '../shared/config.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -57,6 +59,17 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
   const engine = new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
+  // The self-probe's own sockets. The store recognises the server side of one by its
+  // peer address (this process's probe socket), and lets it past MAX_CONNECTIONS.
+  const probeSockets = new Set<Socket>();
+  const isOwnProbe = (peer: Socket): boolean => {
+    for (const s of probeSockets) if (s.localPort === peer.remotePort && s.localAddress === peer.remoteAddress) return true;
+    return false;
+  };
+  const trackProbeSocket = (socket: Socket): void => {
+    probeSockets.add(socket);
+    socket.once('close', () => probeSockets.delete(socket));
+  };
   let server: StoreServer | undefined;
   const metrics = createStoreMetrics({ registry, engine, connections: () => server?.connectionCount ?? 0, maxConnections: config.maxConnections });
   server = new StoreServer({
@@ -68,20 +81,33 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     maxConnections: config.maxConnections,
     idleTimeoutMs: config.idleTimeoutMs,
     evictionPolicy: config.evictionPolicy,
+    exemptFromLimit: isOwnProbe,
   });
   const tcp = server;
 
   let closing = false;
   let port = 0;
-  // The probe goes through the store's own listener, so readiness proves it accepts and answers.
+  // The address the listener is bound to, an IP literal: the probe then connects without
+  // a name lookup, so its socket's local port is known by the time the store accepts it.
+  let probeHost = '127.0.0.1';
+  // The probe goes through the store's own listener, so readiness proves it accepts and
+  // answers; MAX_CONNECTIONS does not count it (a full store still serves: it is ready).
   const probe = (): Promise<number> =>
-    closing ? Promise.reject(new Error('shutting down')) : probeUsage({ host: selfAddress(config.host), port, timeoutMs: PROBE_TIMEOUT_MS });
+    closing
+      ? Promise.reject(new Error('shutting down'))
+      : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket });
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let metricsPort: number;
+  const hostSetting = { hostEnv: storeSettings.host.env, host: config.host };
   try {
-    port = await tcp.listen(config.port, config.host);
-    metricsPort = await listen(admin, config.metricsPort, config.host);
+    port = await tcp.listen(config.port, config.host).catch((err: unknown) => {
+      throw bindError(err, { ...hostSetting, portEnv: storeSettings.port.env, port: config.port });
+    });
+    probeHost = selfAddress((tcp.server.address() as AddressInfo).address);
+    metricsPort = await listen(admin, config.metricsPort, config.host).catch((err: unknown) => {
+      throw bindError(err, { ...hostSetting, portEnv: storeSettings.metricsPort.env, port: config.metricsPort });
+    });
   } catch (err) {
     tcp.destroy();
     admin.close();
