@@ -100,6 +100,31 @@ describe('record arena', () => {
     expect(externalFull - process.memoryUsage().external).toBeGreaterThan(0.95 * (full - empty));
   });
 
+  it('writes and compares bytes at any offset and length, word by word or byte by byte', () => {
+    const arena = new RecordArena(1 << 26);
+    const random = rng(3);
+    for (let round = 0; round < 2000; round++) {
+      const bytes = 1 + random(round % 10 === 0 ? 2 * LARGE_RECORD_BYTES : 300);
+      const cls = arena.classOf(bytes);
+      const chunk = arena.alloc(cls, round, bytes);
+      const c = arena.classes[cls]!;
+      const src = Buffer.alloc(bytes + 7);
+      for (let k = 0; k < src.length; k++) src[k] = random(256);
+      const from = random(8);
+      const offset = random(Math.min(bytes, 9));
+      const end = from + bytes - offset;
+      c.write(chunk, offset, src, from, end);
+      const at = c.offsetOf(chunk) + offset;
+      expect(c.pageOf(chunk).subarray(at, at + (end - from)).equals(src.subarray(from, end))).toBe(true);
+      if (offset === 0) {
+        expect(c.startsWith(chunk, src, from, end)).toBe(true);
+        const probe = Buffer.from(src.subarray(from, end));
+        probe[random(probe.length)]! ^= 1;
+        expect(c.startsWith(chunk, probe, 0, probe.length)).toBe(false);
+      }
+    }
+  });
+
   it('keeps one spare step, so a SET/DELETE at a step edge does not resize each time', () => {
     const h = new Holder();
     const perStep = Math.floor(STEP_BYTES / 64);

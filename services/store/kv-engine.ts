@@ -273,10 +273,8 @@ export class KvEngine {
     if (fresh) this.#set(slot, CHUNK, arena.alloc(cls, slot, size));
     const c = arena.classes[cls]!;
     const i = this.#get(slot, CHUNK);
-    const page = c.pageOf(i);
-    const at = c.offsetOf(i);
-    if (fresh) copyBytes(buf, ks, ke, page, at);
-    copyBytes(buf, vs, ve, page, at + klen);
+    if (fresh) c.write(i, 0, buf, ks, ke);
+    c.write(i, klen, buf, vs, ve);
     this.#set(slot, META, klen | (cls << CLS_SHIFT));
     this.#set(slot, VLEN, vlen);
     if (ttlSeconds !== undefined) {
@@ -494,16 +492,7 @@ export class KvEngine {
     const klen = ke - ks;
     for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#get(s, CHAIN)) {
       if (this.#get(s, HASH) === h && this.#klenOf(s) === klen) {
-        const c = this.#arena.classes[this.#clsOf(s)]!;
-        const i = this.#get(s, CHUNK);
-        const page = c.pageOf(i);
-        let at = c.offsetOf(i);
-        let k = ks;
-        while (k < ke && page[at] === buf[k]) {
-          at++;
-          k++;
-        }
-        if (k === ke) return s;
+        if (this.#arena.classes[this.#clsOf(s)]!.startsWith(this.#get(s, CHUNK), buf, ks, ke)) return s;
       }
     }
     return 0;
@@ -621,6 +610,8 @@ export class KvEngine {
   #makeRoom(cls: number, size: number, newKey: boolean): void {
     if (this.#noeviction) return;
     const arena = this.#arena;
+    // Only allocations grow the footprint: when this one adds nothing (most SETs), it stays within the limit.
+    if (arena.allocCost(cls, size) === 0 && (!newKey || this.#newKeyCost() === 0)) return;
     while (this.#footprintOver(arena.allocCost(cls, size) + (newKey ? this.#newKeyCost() : 0)) && this.#get(LRU, NEXT) !== LRU) {
       if (this.#evictOne()) this.#footprintEvictions++;
     }
@@ -671,13 +662,4 @@ function keyBytes(key: string): Buffer {
   const k = Buffer.from(key, 'utf8');
   checkKey(k);
   return k;
-}
-
-/** src[start, end) → dst at `at`: a loop for short runs (no native call), Buffer#copy for long ones. */
-function copyBytes(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
-  if (end - start > 64) {
-    src.copy(dst, at, start, end);
-    return;
-  }
-  for (let i = start; i < end; i++) dst[at++] = src[i]!;
 }
