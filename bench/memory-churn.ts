@@ -75,6 +75,9 @@ export interface ChurnReport {
   readonly peakRssAboveOneAndHalfCapBytes: number;
   readonly rssEndOfChurnBytes: number;
   readonly rssAfterDeleteBytes: number;
+  /** kvstore_memory_arena_bytes at the end of the churn and after the delete-all (null when not exported). */
+  readonly arenaEndOfChurnBytes: number | null;
+  readonly arenaAfterDeleteBytes: number | null;
   readonly rssAfterSettleBytes: number;
   readonly keysAfterDelete: number;
   readonly usageAfterDelete: number;
@@ -282,6 +285,8 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
       peakRssAboveOneAndHalfCapBytes: peak - 1.5 * o.maxMemoryBytes,
       rssEndOfChurnBytes: endOfChurn.rssBytes,
       rssAfterDeleteBytes: afterDelete.rssBytes,
+      arenaEndOfChurnBytes: endOfChurn.arenaBytes,
+      arenaAfterDeleteBytes: afterDelete.arenaBytes,
       rssAfterSettleBytes: afterSettle.rssBytes,
       keysAfterDelete: afterSettle.keys,
       usageAfterDelete: afterSettle.usageBytes,
