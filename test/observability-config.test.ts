@@ -101,6 +101,7 @@ describe('alert rules', () => {
       new Set([
         'KvStoreDown',
         'KvStoreMemoryHigh',
+        'KvStoreRssAboveBound',
         'KvStoreHighEvictionRate',
         'KvStoreConnectionsHigh',
         'KvStoreRejectedConnections',

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
-import { RecordArena } from './record-arena.ts';
+import { arenaSlackBytes, RecordArena } from './record-arena.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
@@ -20,6 +20,16 @@ import { RecordArena } from './record-arena.ts';
 //
 // The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
 // keys that collide in one process do not collide in the next.
+//
+// Memory. USAGE (key and value bytes) never passes the cap, as SPEC says; but what the
+// process holds for the data is more: size-class rounding, partly filled pages, and ~50
+// bytes of slot, expiry time, bucket and chunk owner per key, which for tiny values is
+// several times the value. So the engine also bounds its footprint (the arena's pages and
+// owner arrays plus the slot, expiry and bucket arrays) by FOOTPRINT_FACTOR times the cap
+// plus the arena's fixed slack (two pages per size class): a SET that would take the
+// footprint past it evicts (lru) or is refused (noeviction) as at the cap. With values of
+// a few KiB USAGE reaches the cap first; with 100-byte values the footprint limit holds
+// somewhat fewer keys than USAGE alone would.
 //
 // Decided: GET and SET (including overwrites) count as access for LRU; EXPIRE and TTL do
 // not (they read or change metadata, as Redis's TTL does), nor do DELETE and the sweep.
@@ -50,6 +60,8 @@ export const MAX_TTL_SECONDS = 1e9;
 export const MAX_KEY_BYTES = 250;
 /** Most keys one engine holds: slot numbers times the slot size must stay within int32. */
 export const MAX_KEYS = 2 ** 27;
+/** The footprint limit is this times the cap, plus the arena's fixed slack. */
+export const FOOTPRINT_FACTOR = 1.25;
 
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
@@ -97,10 +109,12 @@ const grownInt32 = (a: Int32Array, n: number): Int32Array<ArrayBuffer> => {
 export class KvEngine {
   readonly maxMemoryBytes: number;
   readonly maxKeys: number;
+  /** Most bytes the engine's footprint may reach (see Memory at the top). */
+  readonly footprintLimitBytes: number;
   readonly #noeviction: boolean;
   readonly #now: () => number;
   readonly #seed = randomInt(2 ** 32) | 0;
-  readonly #arena = new RecordArena();
+  readonly #arena: RecordArena;
   readonly #expiry = new ExpiryIndex();
 
   /** Every slot's fields (HASH ... CHUNK). */
@@ -118,6 +132,8 @@ export class KvEngine {
   #live = 0;
   #usage = 0;
   #evictions = 0;
+  /** Of #evictions, those made because the footprint limit, not the cap, was reached. */
+  #footprintEvictions = 0;
   #expired = 0;
   #hits = 0;
   #misses = 0;
@@ -137,6 +153,9 @@ export class KvEngine {
     this.maxMemoryBytes = maxMemoryBytes;
     this.#noeviction = evictionPolicy === 'noeviction';
     this.#now = options.now ?? defaultNow;
+    // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
+    this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes() + (1 << 20);
+    this.#arena = new RecordArena(this.footprintLimitBytes);
   }
 
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
@@ -155,8 +174,20 @@ export class KvEngine {
   get recordBytes(): number {
     return this.#arena.pageBytes;
   }
+  /** Bytes of the arena (pages and owner arrays): what the records cost in memory. */
+  get arenaBytes(): number {
+    return this.#arena.footprintBytes;
+  }
+  /** What the footprint limit bounds: the arena plus the per-slot and bucket arrays. */
+  get footprintBytes(): number {
+    return this.#arena.footprintBytes + this.#tableBytes();
+  }
   get evictions(): number {
     return this.#evictions;
+  }
+  /** Evictions made because the footprint limit was reached while USAGE was within the cap. */
+  get footprintEvictions(): number {
+    return this.#footprintEvictions;
   }
   get expired(): number {
     return this.#expired;
@@ -189,8 +220,8 @@ export class KvEngine {
   /**
    * Stores the key with the value bytes buf[vs, ve) (copied: the buffer is not kept).
    * Without ttlSeconds any TTL the key had is cleared. 'out_of_memory' when the entry alone
-   * is larger than the cap, or, under noeviction, when it would take usage over the cap;
-   * then nothing has changed.
+   * is larger than the cap, or, under noeviction, when it would take usage over the cap or
+   * the footprint over its limit; then nothing has changed.
    */
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlSeconds?: number): SetOutcome {
     if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
@@ -207,7 +238,13 @@ export class KvEngine {
     let fresh = true; // the record needs a new chunk (and its key bytes)
     if (slot !== 0) {
       const oldSize = klen + this.#get(slot, VLEN);
-      if (this.#noeviction && this.#usage - oldSize + size > max) return 'out_of_memory';
+      const oldCls = this.#clsOf(slot);
+      fresh = cls !== oldCls || cls === arena.large; // else the value is overwritten in place
+      if (this.#noeviction) {
+        if (this.#usage - oldSize + size > max) return 'out_of_memory';
+        // A large record's page goes back whole; a small chunk freed is not counted (it may not free a page).
+        if (fresh && this.#footprintOver(arena.allocCost(cls, size) - (oldCls === arena.large ? Math.max(1, oldSize) : 0))) return 'out_of_memory';
+      }
       const oldExpiry = this.#ttlOf(slot);
       if (oldExpiry !== 0) {
         now = this.#now();
@@ -219,25 +256,25 @@ export class KvEngine {
       this.#unlink(slot);
       this.#usage -= oldSize;
       while (this.#usage + size > max) this.#evictOne();
-      if (cls === this.#clsOf(slot) && cls !== arena.large) {
-        fresh = false; // same size class: the value is overwritten in place
-      } else {
+      if (fresh) {
         this.#freeChunk(slot);
+        this.#makeRoom(cls, size, false);
       }
     } else {
       const full = this.#live >= this.maxKeys;
-      if (this.#noeviction && (full || this.#usage + size > max)) return 'out_of_memory';
+      if (this.#noeviction && (full || this.#usage + size > max || this.#footprintOver(arena.allocCost(cls, size) + this.#newKeyCost()))) {
+        return 'out_of_memory';
+      }
       if (full) this.#evictOne();
       while (this.#usage + size > max) this.#evictOne();
+      this.#makeRoom(cls, size, true);
       slot = this.#newSlot(h);
     }
     if (fresh) this.#set(slot, CHUNK, arena.alloc(cls, slot, size));
     const c = arena.classes[cls]!;
     const i = this.#get(slot, CHUNK);
-    const page = c.pageOf(i);
-    const at = c.offsetOf(i);
-    if (fresh) copyBytes(buf, ks, ke, page, at);
-    copyBytes(buf, vs, ve, page, at + klen);
+    if (fresh) c.write(i, 0, buf, ks, ke);
+    c.write(i, klen, buf, vs, ve);
     this.#set(slot, META, klen | (cls << CLS_SHIFT));
     this.#set(slot, VLEN, vlen);
     if (ttlSeconds !== undefined) {
@@ -397,6 +434,7 @@ export class KvEngine {
     if (this.#live > this.maxKeys) fail(`${this.#live} keys, more than maxKeys ${this.maxKeys}`);
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
+    if (this.footprintBytes > this.footprintLimitBytes) fail(`footprint ${this.footprintBytes} over its limit ${this.footprintLimitBytes}`);
     const chunks = this.#arena.verify((owner, cls, chunk) => {
       const size = this.#klenOf(owner) + this.#get(owner, VLEN);
       return this.#klenOf(owner) !== 0 && this.#clsOf(owner) === cls && this.#get(owner, CHUNK) === chunk && this.#arena.classOf(size) === cls;
@@ -454,16 +492,7 @@ export class KvEngine {
     const klen = ke - ks;
     for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#get(s, CHAIN)) {
       if (this.#get(s, HASH) === h && this.#klenOf(s) === klen) {
-        const c = this.#arena.classes[this.#clsOf(s)]!;
-        const i = this.#get(s, CHUNK);
-        const page = c.pageOf(i);
-        let at = c.offsetOf(i);
-        let k = ks;
-        while (k < ke && page[at] === buf[k]) {
-          at++;
-          k++;
-        }
-        if (k === ke) return s;
+        if (this.#arena.classes[this.#clsOf(s)]!.startsWith(this.#get(s, CHUNK), buf, ks, ke)) return s;
       }
     }
     return 0;
@@ -551,6 +580,43 @@ export class KvEngine {
     if (expired) this.#expired++;
   }
 
+  /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
+  #tableBytes(): number {
+    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#buckets.byteLength;
+  }
+
+  /** True when adding `extra` bytes would take the footprint past its limit. */
+  #footprintOver(extra: number): boolean {
+    return this.#arena.footprintBytes + this.#tableBytes() + extra > this.footprintLimitBytes;
+  }
+
+  /**
+   * Bytes a new key would add to the tables: a doubling of the slot arrays when no slot is
+   * free, of the buckets when they are full. Evicting one key frees both, so at the growth
+   * edge a full engine evicts one key instead of growing.
+   */
+  #newKeyCost(): number {
+    let bytes = 0;
+    if (this.#freeHead === 0 && this.#top >= this.#expiresAt.length) bytes += this.#slots.byteLength + this.#expiresAt.byteLength;
+    if (this.#live + 1 > this.#bucketMask + 1) bytes += this.#buckets.byteLength;
+    return bytes;
+  }
+
+  /**
+   * Under lru, evicts least recently used keys until a record of class `cls` (for a new
+   * key when `newKey`) fits under the footprint limit, or no key is left. (Under noeviction
+   * the caller has checked that it fits.)
+   */
+  #makeRoom(cls: number, size: number, newKey: boolean): void {
+    if (this.#noeviction) return;
+    const arena = this.#arena;
+    // Only allocations grow the footprint: when this one adds nothing (most SETs), it stays within the limit.
+    if (arena.allocCost(cls, size) === 0 && (!newKey || this.#newKeyCost() === 0)) return;
+    while (this.#footprintOver(arena.allocCost(cls, size) + (newKey ? this.#newKeyCost() : 0)) && this.#get(LRU, NEXT) !== LRU) {
+      if (this.#evictOne()) this.#footprintEvictions++;
+    }
+  }
+
   #freeChunk(slot: number): void {
     const cls = this.#clsOf(slot);
     const chunk = this.#get(slot, CHUNK);
@@ -558,14 +624,15 @@ export class KvEngine {
     if (moved !== -1) this.#set(moved, CHUNK, chunk);
   }
 
-  /** Removes the least recently used key (counted as expired if its TTL has passed). */
-  #evictOne(): void {
+  /** Removes the least recently used key (counted as expired if its TTL has passed); true when it counted as an eviction. */
+  #evictOne(): boolean {
     const victim = this.#get(LRU, NEXT);
     if (victim === LRU) throw new Error('kv-engine: usage above zero with no keys');
     const expiresAt = this.#ttlOf(victim);
     const expired = expiresAt !== 0 && expiresAt <= this.#now();
     this.#remove(victim, expired);
     if (!expired) this.#evictions++;
+    return !expired;
   }
 
   #touch(slot: number): void {
@@ -595,13 +662,4 @@ function keyBytes(key: string): Buffer {
   const k = Buffer.from(key, 'utf8');
   checkKey(k);
   return k;
-}
-
-/** src[start, end) → dst at `at`: a loop for short runs (no native call), Buffer#copy for long ones. */
-function copyBytes(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
-  if (end - start > 64) {
-    src.copy(dst, at, start, end);
-    return;
-  }
-  for (let i = start; i < end; i++) dst[at++] = src[i]!;
 }
