@@ -5,18 +5,31 @@ import { RecordArena } from './record-arena.ts';
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
 //
-// Layout. Each entry has a slot number; a slot is 8 int32s in one typed array (its key
-// hash, its bucket-chain link, its LRU links, key length and size class, value length,
-// and its chunk in the arena), so a lookup or an LRU move touches one cache line per slot
-// instead of one per field (memory latency is most of a GET's cost); expiry times sit in a
-// Float64Array read only for keys whose slot is flagged as having a TTL. The record (key bytes then value
+// Layout. Each entry has a slot number; a slot is 8 int32s (its key hash, its bucket-chain
+// link, its LRU links, key length and size class, value length, and its chunk in the
+// arena), so a lookup or an LRU move touches one cache line per slot instead of one per
+// field (memory latency is most of a GET's cost); expiry times sit in Float64Arrays read
+// only for keys whose slot is flagged as having a TTL. The record (key bytes then value
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
-// through the per-slot `chain` array, a power-of-two number of buckets, doubled when
-// there are more keys than buckets) finds a key from its bytes: commands look keys up
-// straight from the socket's buffer, with no string made for the key, and a GET encodes
-// the value's bytes to base64 from the page. Why not a Map of strings: that costs ~320
-// bytes of RSS per 100-byte entry (strings, Map entries and the heap slack the collector
-// keeps), this ~170 (bench/engine-memory.ts).
+// through the slots' `chain` field, a power-of-two number of buckets) finds a key from its
+// bytes: commands look keys up straight from the socket's buffer, with no string made for
+// the key, and a GET encodes the value's bytes to base64 from the page. Why not a Map of
+// strings: that costs ~320 bytes of RSS per 100-byte entry (strings, Map entries and the
+// heap slack the collector keeps), this ~170 (bench/engine-memory.ts).
+//
+// Nothing grows in one go (a store of tens of millions of keys must not stop the world
+// for a copy):
+// - the slots live in segments of SEGMENT_SLOTS (slot >> SEGMENT_SHIFT picks the segment),
+//   one more allocated when the slots in use reach the end of the last; a segment's
+//   expiry times are allocated with its first TTL;
+// - the hash table is resized incrementally, as Redis's dict.c does: a resize allocates
+//   the new bucket array (zeroed lazily by the allocator) and moves the old buckets over
+//   a few at a time, on every insert and removal (rehashStepBuckets) and in time-boxed
+//   steps from the store's timer (rehashFor). While it migrates, bucket b of the old table
+//   has moved once b < #migrated, so a key's chain is in the new table when
+//   (hash & oldMask) < #migrated and in the old one otherwise: a lookup still walks one
+//   chain. The table doubles when there are more keys than buckets and halves (to twice
+//   the next power of two above the keys) when they fall below an eighth of the buckets.
 //
 // The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
 // keys that collide in one process do not collide in the next.
@@ -36,6 +49,19 @@ export interface KvEngineOptions {
    * recently used one, or under noeviction gets out_of_memory, as if the cap were reached.
    */
   maxKeys?: number;
+  /** Smallest hash table, a power of two (default MIN_BUCKETS); tests use a few buckets to reach resizes with few keys. */
+  minBuckets?: number;
+  /** Old buckets moved to the new table per insert or removal while the table is resized (default REHASH_STEP_BUCKETS, at least 1). */
+  rehashStepBuckets?: number;
+}
+
+/** Where the hash table is: its size, and while it is being resized, how far the move has got. */
+export interface TableState {
+  readonly buckets: number;
+  /** The size being moved to; 0 when no resize is under way. */
+  readonly nextBuckets: number;
+  /** Old buckets already moved. */
+  readonly movedBuckets: number;
 }
 
 export type SetOutcome = 'ok' | 'out_of_memory';
@@ -50,10 +76,26 @@ export const MAX_TTL_SECONDS = 1e9;
 export const MAX_KEY_BYTES = 250;
 /** Most keys one engine holds: slot numbers times the slot size must stay within int32. */
 export const MAX_KEYS = 2 ** 27;
+/** Default smallest hash table. */
+export const MIN_BUCKETS = 1024;
+/**
+ * Old buckets moved per insert or removal during a resize. At least one per insert is what
+ * guarantees a doubling has finished before the keys outgrow the new table.
+ */
+export const REHASH_STEP_BUCKETS = 2;
+/** Bucket moves per millisecond of a rehashFor budget, so a frozen or fake clock still bounds a call. */
+export const REHASH_BUCKETS_PER_MS = 20_000;
+/** Slots per segment of the slot arrays (2^SEGMENT_SHIFT): 32 KiB of slot fields and 8 KiB of expiry times. */
+export const SEGMENT_SHIFT = 10;
+const SEGMENT_SLOTS = 1 << SEGMENT_SHIFT;
+const SEGMENT_MASK = SEGMENT_SLOTS - 1;
 
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
-const INITIAL_SLOTS = 1024;
+// A shrinking resize visits at most this many empty buckets per bucket it is asked to move
+// (a table being shrunk is mostly empty), as dict.c's empty_visits.
+const EMPTY_VISITS_PER_STEP = 16;
+const NO_TABLE = new Int32Array(0);
 
 // A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
 const STRIDE_SHIFT = 3;
@@ -88,11 +130,12 @@ function checkKey(key: Buffer): void {
   }
 }
 
-const grownInt32 = (a: Int32Array, n: number): Int32Array<ArrayBuffer> => {
-  const b = new Int32Array(n);
-  b.set(a);
-  return b;
-};
+/** The smallest power of two >= n (n >= 1). */
+function powerOfTwoAtLeast(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
 
 export class KvEngine {
   readonly maxMemoryBytes: number;
@@ -103,17 +146,25 @@ export class KvEngine {
   readonly #arena = new RecordArena();
   readonly #expiry = new ExpiryIndex();
 
-  /** Every slot's fields (HASH ... CHUNK). */
-  #slots = new Int32Array(INITIAL_SLOTS << STRIDE_SHIFT);
-  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL. */
-  #expiresAt = new Float64Array(INITIAL_SLOTS);
+  readonly #minBuckets: number;
+  readonly #rehashStepBuckets: number;
+
+  /** Every slot's fields (HASH ... CHUNK): slot s at [s >> SEGMENT_SHIFT][((s & SEGMENT_MASK) << STRIDE_SHIFT) + field]. */
+  readonly #slotSegments: Int32Array[] = [new Int32Array(SEGMENT_SLOTS << STRIDE_SHIFT)];
+  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL; a segment is allocated with its first TTL. */
+  readonly #expirySegments: (Float64Array | undefined)[] = [undefined];
   /** Slots ever used: 1..#top-1 (slot 0 is the sentinel). */
   #top = 1;
   #freeHead = 0;
 
   /** Bucket → first slot of its chain (0 = empty). */
-  #buckets = new Int32Array(INITIAL_SLOTS);
-  #bucketMask = INITIAL_SLOTS - 1;
+  #buckets: Int32Array;
+  #bucketMask: number;
+  /** The table being resized to (NO_TABLE when none), and its mask. */
+  #next: Int32Array = NO_TABLE;
+  #nextMask = 0;
+  /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
+  #migrated = 0;
 
   #live = 0;
   #usage = 0;
@@ -137,6 +188,17 @@ export class KvEngine {
     this.maxMemoryBytes = maxMemoryBytes;
     this.#noeviction = evictionPolicy === 'noeviction';
     this.#now = options.now ?? defaultNow;
+    const { minBuckets = MIN_BUCKETS, rehashStepBuckets = REHASH_STEP_BUCKETS } = options;
+    if (!Number.isSafeInteger(minBuckets) || minBuckets < 1 || minBuckets > MAX_KEYS || powerOfTwoAtLeast(minBuckets) !== minBuckets) {
+      throw new RangeError(`minBuckets must be a power of two from 1 to ${MAX_KEYS}, got ${minBuckets}`);
+    }
+    if (!Number.isSafeInteger(rehashStepBuckets) || rehashStepBuckets < 1) {
+      throw new RangeError(`rehashStepBuckets must be a positive integer, got ${rehashStepBuckets}`);
+    }
+    this.#minBuckets = minBuckets;
+    this.#rehashStepBuckets = rehashStepBuckets;
+    this.#buckets = new Int32Array(minBuckets);
+    this.#bucketMask = minBuckets - 1;
   }
 
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
@@ -166,6 +228,17 @@ export class KvEngine {
   }
   get misses(): number {
     return this.#misses;
+  }
+  /** Keys whose expiry the sweep could act on now and has not yet (0 when it keeps up). O(overdue time buckets). */
+  get expiryBacklog(): number {
+    return this.#expiry.overdue(this.#now());
+  }
+  /** Whether the expiry index holds something due now: the next sweepExpired call has work. O(1). */
+  get expiryDue(): boolean {
+    return this.#expiry.hasDue(this.#now());
+  }
+  get tableState(): TableState {
+    return { buckets: this.#bucketMask + 1, nextBuckets: this.#next.length, movedBuckets: this.#migrated };
   }
 
   // ------------------------------------------------------------ commands on key bytes
@@ -357,6 +430,25 @@ export class KvEngine {
   }
 
   /**
+   * Background step of a hash table resize: moves old buckets to the new table for up to
+   * maxWorkMs of the engine's clock and at most REHASH_BUCKETS_PER_MS * maxWorkMs buckets
+   * (at least one). Returns whether a resize is still under way. Inserts and removals
+   * move buckets too; this is what finishes a resize on a store that is otherwise idle.
+   */
+  rehashFor(maxWorkMs: number): boolean {
+    if (this.#next === NO_TABLE) return false;
+    const start = this.#now();
+    let budget = Math.max(1, Math.ceil(maxWorkMs * REHASH_BUCKETS_PER_MS));
+    while (budget > 0 && this.#next !== NO_TABLE) {
+      const n = Math.min(budget, 256);
+      this.#rehashStep(n);
+      budget -= n;
+      if (this.#now() - start >= maxWorkMs) break;
+    }
+    return this.#next !== NO_TABLE;
+  }
+
+  /**
    * Recomputes everything from the structures and throws on the first disagreement (usage,
    * counts, lists, hash chains, arena, cap). O(n): for tests and model checks, never on a hot path.
    */
@@ -379,12 +471,35 @@ export class KvEngine {
       usage += klen + this.#get(s, VLEN);
       if (this.#ttlOf(s) !== 0) withTtl++;
     }
+    // Each key is chained once, where its hash says: old bucket b until b has been moved
+    // (b < #migrated), then the new table's bucket.
     let chained = 0;
-    for (let b = 0; b <= this.#bucketMask; b++) {
+    const mask = this.#bucketMask;
+    const migrating = this.#next !== NO_TABLE;
+    if (!migrating && this.#migrated !== 0) fail(`${this.#migrated} buckets counted as moved with no resize under way`);
+    for (let b = 0; b <= mask; b++) {
+      if (b < this.#migrated && this.#buckets[b] !== 0) fail(`old bucket ${b} was moved but still holds slots`);
       for (let s = this.#buckets[b]!; s !== 0; s = this.#get(s, CHAIN)) {
         if (++chained > live) fail('hash chains hold more slots than the LRU list');
-        if ((this.#get(s, HASH) & this.#bucketMask) !== b) fail(`slot ${s} chained in the wrong bucket`);
+        if ((this.#get(s, HASH) & mask) !== b) fail(`slot ${s} chained in the wrong bucket`);
       }
+    }
+    for (let b = 0; b < this.#next.length; b++) {
+      for (let s = this.#next[b]!; s !== 0; s = this.#get(s, CHAIN)) {
+        if (++chained > live) fail('hash chains hold more slots than the LRU list');
+        const h = this.#get(s, HASH);
+        if ((h & this.#nextMask) !== b || (h & mask) >= this.#migrated) fail(`slot ${s} chained in the wrong bucket of the new table`);
+      }
+    }
+    const size = mask + 1;
+    if (powerOfTwoAtLeast(size) !== size || size < this.#minBuckets) fail(`table of ${size} buckets`);
+    if (migrating) {
+      if (this.#nextMask !== this.#next.length - 1 || powerOfTwoAtLeast(this.#next.length) !== this.#next.length) fail(`new table of ${this.#next.length} buckets`);
+      if (this.#migrated >= size) fail(`resize moved ${this.#migrated} of ${size} buckets without finishing`);
+    } else {
+      // A finished resize (or the key count changing) starts the next one when it is due.
+      if (this.#live > size) fail(`${this.#live} keys in ${size} buckets with no resize under way`);
+      if (size > this.#minBuckets && this.#live * 8 < size) fail(`${this.#live} keys in ${size} buckets with no shrink under way`);
     }
     let free = 0;
     for (let s = this.#freeHead; s !== 0; s = this.#get(s, CHAIN)) {
@@ -393,7 +508,9 @@ export class KvEngine {
     }
     if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
     if (live + free + 1 !== this.#top) fail(`slots leak: ${live} live + ${free} free of ${this.#top - 1}`);
-    if (this.#live > this.#bucketMask + 1) fail('more keys than buckets');
+    if (this.#slotSegments.length !== (this.#top + SEGMENT_MASK) >>> SEGMENT_SHIFT || this.#expirySegments.length !== this.#slotSegments.length) {
+      fail(`${this.#slotSegments.length} slot segments for ${this.#top} slots`);
+    }
     if (this.#live > this.maxKeys) fail(`${this.#live} keys, more than maxKeys ${this.maxKeys}`);
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
@@ -408,11 +525,11 @@ export class KvEngine {
   // ------------------------------------------------------------ internals
 
   #get(slot: number, field: number): number {
-    return this.#slots[(slot << STRIDE_SHIFT) + field]!;
+    return this.#slotSegments[slot >>> SEGMENT_SHIFT]![((slot & SEGMENT_MASK) << STRIDE_SHIFT) + field]!;
   }
 
   #set(slot: number, field: number, value: number): void {
-    this.#slots[(slot << STRIDE_SHIFT) + field] = value;
+    this.#slotSegments[slot >>> SEGMENT_SHIFT]![((slot & SEGMENT_MASK) << STRIDE_SHIFT) + field] = value;
   }
 
   #klenOf(slot: number): number {
@@ -425,13 +542,13 @@ export class KvEngine {
 
   /** The slot's expiry time, 0 when it has no TTL. */
   #ttlOf(slot: number): number {
-    return (this.#get(slot, META) & HAS_TTL) === 0 ? 0 : this.#expiresAt[slot]!;
+    return (this.#get(slot, META) & HAS_TTL) === 0 ? 0 : this.#expirySegments[slot >>> SEGMENT_SHIFT]![slot & SEGMENT_MASK]!;
   }
 
   /** Gives the slot a TTL and indexes it (it must have none). */
   #setTtl(slot: number, expiresAt: number): void {
     this.#set(slot, META, this.#get(slot, META) | HAS_TTL);
-    this.#expiresAt[slot] = expiresAt;
+    (this.#expirySegments[slot >>> SEGMENT_SHIFT] ??= new Float64Array(SEGMENT_SLOTS))[slot & SEGMENT_MASK] = expiresAt;
     this.#expiry.add(slot, expiresAt);
   }
 
@@ -452,10 +569,16 @@ export class KvEngine {
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
   #find(buf: Buffer, ks: number, ke: number, h: number): number {
     const klen = ke - ks;
-    for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#get(s, CHAIN)) {
-      if (this.#get(s, HASH) === h && this.#klenOf(s) === klen) {
-        const c = this.#arena.classes[this.#clsOf(s)]!;
-        const i = this.#get(s, CHUNK);
+    const segments = this.#slotSegments;
+    const b = h & this.#bucketMask;
+    let s = b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+    while (s !== 0) {
+      const seg = segments[s >>> SEGMENT_SHIFT]!;
+      const o = (s & SEGMENT_MASK) << STRIDE_SHIFT;
+      const meta = seg[o + META]!;
+      if (seg[o + HASH] === h && (meta & KLEN_MASK) === klen) {
+        const c = this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!;
+        const i = seg[o + CHUNK]!;
         const page = c.pageOf(i);
         let at = c.offsetOf(i);
         let k = ks;
@@ -465,6 +588,7 @@ export class KvEngine {
         }
         if (k === ke) return s;
       }
+      s = seg[o + CHAIN]!;
     }
     return 0;
   }
@@ -490,39 +614,86 @@ export class KvEngine {
       this.#freeHead = this.#get(slot, CHAIN);
     } else {
       slot = this.#top++;
-      if (slot >= this.#expiresAt.length) this.#growSlots();
+      if (slot >>> SEGMENT_SHIFT === this.#slotSegments.length) {
+        this.#slotSegments.push(new Int32Array(SEGMENT_SLOTS << STRIDE_SHIFT));
+        this.#expirySegments.push(undefined);
+      }
     }
     this.#set(slot, HASH, h);
     this.#live++;
-    if (this.#live > this.#bucketMask + 1) this.#rehash(); // before chaining: #rehash chains the live slots
+    this.#keysChanged(); // before chaining: a resize step may move the bucket the slot goes to
     const b = h & this.#bucketMask;
-    this.#set(slot, CHAIN, this.#buckets[b]!);
-    this.#buckets[b] = slot;
+    if (b < this.#migrated) {
+      const nb = h & this.#nextMask;
+      this.#set(slot, CHAIN, this.#next[nb]!);
+      this.#next[nb] = slot;
+    } else {
+      this.#set(slot, CHAIN, this.#buckets[b]!);
+      this.#buckets[b] = slot;
+    }
     return slot;
   }
 
-  #growSlots(): void {
-    const n = this.#expiresAt.length * 2;
-    const slots = new Int32Array(n << STRIDE_SHIFT);
-    slots.set(this.#slots);
-    this.#slots = slots;
-    const expiresAt = new Float64Array(n);
-    expiresAt.set(this.#expiresAt);
-    this.#expiresAt = expiresAt;
+  /** After an insert or a removal: a step of the resize under way, or a resize if one is due. */
+  #keysChanged(): void {
+    if (this.#next !== NO_TABLE) this.#rehashStep(this.#rehashStepBuckets);
+    else this.#maybeResize();
   }
 
-  /** Doubles the buckets and re-chains every live slot (those in the LRU list). */
-  #rehash(): void {
-    const n = (this.#bucketMask + 1) * 2;
-    const buckets = new Int32Array(n);
-    const mask = n - 1;
-    for (let s = this.#get(LRU, NEXT); s !== LRU; s = this.#get(s, NEXT)) {
-      const b = this.#get(s, HASH) & mask;
-      this.#set(s, CHAIN, buckets[b]!);
-      buckets[b] = s;
+  /** Starts a resize when the keys outgrow the table or fall below an eighth of it. */
+  #maybeResize(): void {
+    const size = this.#bucketMask + 1;
+    const live = this.#live;
+    let target: number;
+    if (live > size) target = powerOfTwoAtLeast(live);
+    else if (live * 8 < size && size > this.#minBuckets) target = Math.max(this.#minBuckets, 2 * powerOfTwoAtLeast(Math.max(1, live)));
+    else return;
+    // A large zeroed array costs no copy: the allocator maps zero pages, touched as buckets fill.
+    this.#next = new Int32Array(target);
+    this.#nextMask = target - 1;
+    this.#migrated = 0;
+  }
+
+  /**
+   * Moves up to n non-empty old buckets to the new table, visiting at most
+   * EMPTY_VISITS_PER_STEP * n empty ones (always at least one bucket), and finishes the
+   * resize after the last.
+   */
+  #rehashStep(n: number): void {
+    const old = this.#buckets;
+    const next = this.#next;
+    const nextMask = this.#nextMask;
+    const segments = this.#slotSegments;
+    let b = this.#migrated;
+    let emptyVisits = n * EMPTY_VISITS_PER_STEP;
+    while (b < old.length) {
+      let s = old[b]!;
+      b++;
+      if (s === 0) {
+        if (--emptyVisits === 0) break;
+        continue;
+      }
+      old[b - 1] = 0;
+      do {
+        const seg = segments[s >>> SEGMENT_SHIFT]!;
+        const o = (s & SEGMENT_MASK) << STRIDE_SHIFT;
+        const following = seg[o + CHAIN]!;
+        const nb = seg[o + HASH]! & nextMask;
+        seg[o + CHAIN] = next[nb]!;
+        next[nb] = s;
+        s = following;
+      } while (s !== 0);
+      if (--n === 0) break;
     }
-    this.#buckets = buckets;
-    this.#bucketMask = mask;
+    this.#migrated = b;
+    if (b === old.length) {
+      this.#buckets = next;
+      this.#bucketMask = nextMask;
+      this.#next = NO_TABLE;
+      this.#nextMask = 0;
+      this.#migrated = 0;
+      this.#maybeResize();
+    }
   }
 
   /** Takes a live key out: record freed, slot unchained and put on the free list. */
@@ -536,10 +707,16 @@ export class KvEngine {
     this.#unlink(slot);
     this.#freeChunk(slot);
     // Out of its bucket's chain.
-    const b = this.#get(slot, HASH) & this.#bucketMask;
-    let s = this.#buckets[b]!;
+    const h = this.#get(slot, HASH);
+    let table = this.#buckets;
+    let b = h & this.#bucketMask;
+    if (b < this.#migrated) {
+      table = this.#next;
+      b = h & this.#nextMask;
+    }
+    let s = table[b]!;
     if (s === slot) {
-      this.#buckets[b] = this.#get(slot, CHAIN);
+      table[b] = this.#get(slot, CHAIN);
     } else {
       while (this.#get(s, CHAIN) !== slot) s = this.#get(s, CHAIN);
       this.#set(s, CHAIN, this.#get(slot, CHAIN));
@@ -549,6 +726,7 @@ export class KvEngine {
     this.#freeHead = slot;
     this.#live--;
     if (expired) this.#expired++;
+    this.#keysChanged();
   }
 
   #freeChunk(slot: number): void {
