@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { KvEngine, MIN_BUCKETS, REHASH_BUCKETS_PER_MS, SEGMENT_SHIFT, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
+import { KvEngine, MIN_BUCKETS, REHASH_BUCKETS_PER_MS, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 
 // The engine is pure: every test drives it with a fake clock and never sleeps.
@@ -406,9 +406,9 @@ describe('incremental growth and shrinking', () => {
     big.verifyInvariants();
   });
 
-  it('slots come in segments: keys across many segments keep their values and TTLs, freed slots are reused', () => {
+  it('slot arrays grow in place: keys across several growths keep their values and TTLs, freed slots are reused', () => {
     const { engine, clock } = engineWith({ maxMemoryBytes: 1 << 30 });
-    const n = 5 << SEGMENT_SHIFT;
+    const n = 3 * SLOT_GROWTH; // past the doublings, then growth in fixed steps
     for (let i = 0; i < n; i++) engine.set(`s${i}`, b64(String(i)), i % 3 === 0 ? 10 : undefined);
     engine.verifyInvariants();
     for (let i = 0; i < n; i += 101) {
@@ -416,8 +416,8 @@ describe('incremental growth and shrinking', () => {
       expect(engine.ttl(`s${i}`)).toBe(i % 3 === 0 ? 10 : -1);
     }
     for (let i = 0; i < n; i += 2) engine.delete(`s${i}`);
-    for (let i = 0; i < n; i += 2) engine.set(`t${i}`, v); // takes the freed slots: no new segment
-    engine.verifyInvariants(); // checks the segments against the slots in use
+    for (let i = 0; i < n; i += 2) engine.set(`t${i}`, v); // takes the freed slots
+    engine.verifyInvariants(); // checks the arrays' room against the slots in use
     clock.advance(10_000 + 2 * BUCKET_MS);
     let swept = 0;
     for (let k = engine.sweepExpired(); k > 0; k = engine.sweepExpired()) swept += k;
