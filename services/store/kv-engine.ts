@@ -8,7 +8,7 @@ import { RecordArena } from './record-arena.ts';
 // Layout. Each entry has a slot number; a slot is 8 int32s (its key hash, its bucket-chain
 // link, its LRU links, key length and size class, value length, and its chunk in the
 // arena), so a lookup or an LRU move touches one cache line per slot instead of one per
-// field (memory latency is most of a GET's cost); expiry times sit in Float64Arrays read
+// field (memory latency is most of a GET's cost); expiry times sit in a Float64Array read
 // only for keys whose slot is flagged as having a TTL. The record (key bytes then value
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
 // through the slots' `chain` field, a power-of-two number of buckets) finds a key from its
@@ -32,7 +32,7 @@ import { RecordArena } from './record-arena.ts';
 //   steps from the store's timer (rehashFor). While it migrates, bucket b of the old table
 //   has moved once b < #migrated, so a key's chain is in the new table when
 //   (hash & oldMask) < #migrated and in the old one otherwise: a lookup still walks one
-//   chain. The table doubles when there are more keys than buckets and halves (to twice
+//   chain. The table doubles when there are more keys than buckets and shrinks (to twice
 //   the next power of two above the keys) when they fall below an eighth of the buckets.
 //
 // The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
