@@ -5,18 +5,35 @@ import { arenaSlackBytes, RecordArena } from './record-arena.ts';
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
 //
-// Layout. Each entry has a slot number; a slot is 8 int32s in one typed array (its key
-// hash, its bucket-chain link, its LRU links, key length and size class, value length,
-// and its chunk in the arena), so a lookup or an LRU move touches one cache line per slot
-// instead of one per field (memory latency is most of a GET's cost); expiry times sit in a
-// Float64Array read only for keys whose slot is flagged as having a TTL. The record (key bytes then value
+// Layout. Each entry has a slot number; a slot is 8 int32s (its key hash, its bucket-chain
+// link, its LRU links, key length and size class, value length, and its chunk in the
+// arena), so a lookup or an LRU move touches one cache line per slot instead of one per
+// field (memory latency is most of a GET's cost); expiry times sit in a Float64Array read
+// only for keys whose slot is flagged as having a TTL. The record (key bytes then value
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
-// through the per-slot `chain` array, a power-of-two number of buckets, doubled when
-// there are more keys than buckets) finds a key from its bytes: commands look keys up
-// straight from the socket's buffer, with no string made for the key, and a GET encodes
-// the value's bytes to base64 from the page. Why not a Map of strings: that costs ~320
-// bytes of RSS per 100-byte entry (strings, Map entries and the heap slack the collector
-// keeps), this ~170 (bench/engine-memory.ts).
+// through the slots' `chain` field, a power-of-two number of buckets) finds a key from its
+// bytes: commands look keys up straight from the socket's buffer, with no string made for
+// the key, and a GET encodes the value's bytes to base64 from the page. Why not a Map of
+// strings: that costs ~320 bytes of RSS per 100-byte entry (strings, Map entries and the
+// heap slack the collector keeps), this ~170 (bench/engine-memory.ts).
+//
+// Nothing grows in one go (a store of tens of millions of keys must not stop the world
+// for a copy):
+// - the slot arrays are typed arrays over resizable ArrayBuffers that reserve address
+//   space for maxKeys slots up front, so growing one commits more pages in place and
+//   copies nothing; they grow by SLOT_GROWTH slots at a time (doubling only while smaller),
+//   because committing costs time in proportion to the bytes added (~4 ms for 128 MiB),
+//   about 0.1 ms a step. A lookup indexes one flat array: segments indexed by slot >> shift
+//   cost an extra dependent load per field (2-3x the time of a flat array on random access
+//   in a micro-benchmark);
+// - the hash table is resized incrementally, as Redis's dict.c does: a resize allocates
+//   the new bucket array (zeroed lazily by the allocator) and moves the old buckets over
+//   a few at a time, on every insert and removal (rehashStepBuckets) and in time-boxed
+//   steps from the store's timer (rehashFor). While it migrates, bucket b of the old table
+//   has moved once b < #migrated, so a key's chain is in the new table when
+//   (hash & oldMask) < #migrated and in the old one otherwise: a lookup still walks one
+//   chain. The table doubles when there are more keys than buckets and shrinks (to twice
+//   the next power of two above the keys) when they fall below an eighth of the buckets.
 //
 // The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
 // keys that collide in one process do not collide in the next.
@@ -46,6 +63,19 @@ export interface KvEngineOptions {
    * recently used one, or under noeviction gets out_of_memory, as if the cap were reached.
    */
   maxKeys?: number;
+  /** Smallest hash table, a power of two (default MIN_BUCKETS); tests use a few buckets to reach resizes with few keys. */
+  minBuckets?: number;
+  /** Old buckets moved to the new table per insert or removal while the table is resized (default REHASH_STEP_BUCKETS, at least 1). */
+  rehashStepBuckets?: number;
+}
+
+/** Where the hash table is: its size, and while it is being resized, how far the move has got. */
+export interface TableState {
+  readonly buckets: number;
+  /** The size being moved to; 0 when no resize is under way. */
+  readonly nextBuckets: number;
+  /** Old buckets already moved. */
+  readonly movedBuckets: number;
 }
 
 export type SetOutcome = 'ok' | 'out_of_memory';
@@ -62,10 +92,26 @@ export const MAX_KEY_BYTES = 250;
 export const MAX_KEYS = 2 ** 27;
 /** The footprint limit is this times the cap, plus the arena's fixed slack. */
 export const FOOTPRINT_FACTOR = 1.25;
+/** Default smallest hash table. */
+export const MIN_BUCKETS = 1024;
+/**
+ * Old buckets moved per insert or removal during a resize. At least one per insert is what
+ * guarantees a doubling has finished before the keys outgrow the new table.
+ */
+export const REHASH_STEP_BUCKETS = 2;
+/** Bucket moves per millisecond of a rehashFor budget, so a frozen or fake clock still bounds a call. */
+export const REHASH_BUCKETS_PER_MS = 20_000;
+/** Slots the slot arrays start with; they double (in place) up to SLOT_GROWTH. */
+export const INITIAL_SLOTS = 1024;
+/** Slots added per growth of the slot arrays past that: 2 MiB of slot fields and 512 KiB of expiry times. */
+export const SLOT_GROWTH = 65_536;
 
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
-const INITIAL_SLOTS = 1024;
+// A shrinking resize visits at most this many empty buckets per bucket it is asked to move
+// (a table being shrunk is mostly empty), as dict.c's empty_visits.
+const EMPTY_VISITS_PER_STEP = 16;
+const NO_TABLE = new Int32Array(0);
 
 // A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
 const STRIDE_SHIFT = 3;
@@ -79,6 +125,7 @@ const META = 4;
 const VLEN = 5;
 const CHUNK = 6;
 const HAS_TTL = 1 << 16;
+const SLOT_BYTES = 4 << STRIDE_SHIFT;
 const KLEN_MASK = 0xff;
 const CLS_SHIFT = 8;
 
@@ -100,11 +147,12 @@ function checkKey(key: Buffer): void {
   }
 }
 
-const grownInt32 = (a: Int32Array, n: number): Int32Array<ArrayBuffer> => {
-  const b = new Int32Array(n);
-  b.set(a);
-  return b;
-};
+/** The smallest power of two >= n (n >= 1). */
+function powerOfTwoAtLeast(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
 
 export class KvEngine {
   readonly maxMemoryBytes: number;
@@ -117,17 +165,29 @@ export class KvEngine {
   readonly #arena: RecordArena;
   readonly #expiry = new ExpiryIndex();
 
-  /** Every slot's fields (HASH ... CHUNK). */
-  #slots = new Int32Array(INITIAL_SLOTS << STRIDE_SHIFT);
-  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL. */
-  #expiresAt = new Float64Array(INITIAL_SLOTS);
+  readonly #minBuckets: number;
+  readonly #rehashStepBuckets: number;
+
+  /** Slots the arrays can grow to without moving: room for maxKeys (and the sentinel). */
+  readonly #maxSlots: number;
+  readonly #slotBuffer: ArrayBuffer;
+  readonly #expiryBuffer: ArrayBuffer;
+  /** Every slot's fields (HASH ... CHUNK), at (slot << STRIDE_SHIFT) + field; tracks #slotBuffer's length. */
+  readonly #slots: Int32Array;
+  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL; tracks #expiryBuffer's length. */
+  readonly #expiresAt: Float64Array;
   /** Slots ever used: 1..#top-1 (slot 0 is the sentinel). */
   #top = 1;
   #freeHead = 0;
 
   /** Bucket → first slot of its chain (0 = empty). */
-  #buckets = new Int32Array(INITIAL_SLOTS);
-  #bucketMask = INITIAL_SLOTS - 1;
+  #buckets: Int32Array;
+  #bucketMask: number;
+  /** The table being resized to (NO_TABLE when none), and its mask. */
+  #next: Int32Array = NO_TABLE;
+  #nextMask = 0;
+  /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
+  #migrated = 0;
 
   #live = 0;
   #usage = 0;
@@ -153,6 +213,24 @@ export class KvEngine {
     this.maxMemoryBytes = maxMemoryBytes;
     this.#noeviction = evictionPolicy === 'noeviction';
     this.#now = options.now ?? defaultNow;
+    const { minBuckets = MIN_BUCKETS, rehashStepBuckets = REHASH_STEP_BUCKETS } = options;
+    if (!Number.isSafeInteger(minBuckets) || minBuckets < 1 || minBuckets > MAX_KEYS || powerOfTwoAtLeast(minBuckets) !== minBuckets) {
+      throw new RangeError(`minBuckets must be a power of two from 1 to ${MAX_KEYS}, got ${minBuckets}`);
+    }
+    if (!Number.isSafeInteger(rehashStepBuckets) || rehashStepBuckets < 1) {
+      throw new RangeError(`rehashStepBuckets must be a positive integer, got ${rehashStepBuckets}`);
+    }
+    this.#minBuckets = minBuckets;
+    this.#rehashStepBuckets = rehashStepBuckets;
+    this.#buckets = new Int32Array(minBuckets);
+    this.#bucketMask = minBuckets - 1;
+    // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
+    this.#maxSlots = maxKeys + 1;
+    const initial = Math.min(INITIAL_SLOTS, this.#maxSlots);
+    this.#slotBuffer = new ArrayBuffer(initial * SLOT_BYTES, { maxByteLength: this.#maxSlots * SLOT_BYTES });
+    this.#expiryBuffer = new ArrayBuffer(initial * 8, { maxByteLength: this.#maxSlots * 8 });
+    this.#slots = new Int32Array(this.#slotBuffer);
+    this.#expiresAt = new Float64Array(this.#expiryBuffer);
     // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
     this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes() + (1 << 20);
     this.#arena = new RecordArena(this.footprintLimitBytes);
@@ -197,6 +275,17 @@ export class KvEngine {
   }
   get misses(): number {
     return this.#misses;
+  }
+  /** Keys whose expiry the sweep could act on now and has not yet (0 when it keeps up). O(overdue time buckets). */
+  get expiryBacklog(): number {
+    return this.#expiry.overdue(this.#now());
+  }
+  /** Whether the expiry index holds something due now: the next sweepExpired call has work. O(1). */
+  get expiryDue(): boolean {
+    return this.#expiry.hasDue(this.#now());
+  }
+  get tableState(): TableState {
+    return { buckets: this.#bucketMask + 1, nextBuckets: this.#next.length, movedBuckets: this.#migrated };
   }
 
   // ------------------------------------------------------------ commands on key bytes
@@ -394,6 +483,25 @@ export class KvEngine {
   }
 
   /**
+   * Background step of a hash table resize: moves old buckets to the new table for up to
+   * maxWorkMs of the engine's clock and at most REHASH_BUCKETS_PER_MS * maxWorkMs buckets
+   * (at least one). Returns whether a resize is still under way. Inserts and removals
+   * move buckets too; this is what finishes a resize on a store that is otherwise idle.
+   */
+  rehashFor(maxWorkMs: number): boolean {
+    if (this.#next === NO_TABLE) return false;
+    const start = this.#now();
+    let budget = Math.max(1, Math.ceil(maxWorkMs * REHASH_BUCKETS_PER_MS));
+    while (budget > 0 && this.#next !== NO_TABLE) {
+      const n = Math.min(budget, 256);
+      this.#rehashStep(n);
+      budget -= n;
+      if (this.#now() - start >= maxWorkMs) break;
+    }
+    return this.#next !== NO_TABLE;
+  }
+
+  /**
    * Recomputes everything from the structures and throws on the first disagreement (usage,
    * counts, lists, hash chains, arena, cap). O(n): for tests and model checks, never on a hot path.
    */
@@ -416,12 +524,35 @@ export class KvEngine {
       usage += klen + this.#get(s, VLEN);
       if (this.#ttlOf(s) !== 0) withTtl++;
     }
+    // Each key is chained once, where its hash says: old bucket b until b has been moved
+    // (b < #migrated), then the new table's bucket.
     let chained = 0;
-    for (let b = 0; b <= this.#bucketMask; b++) {
+    const mask = this.#bucketMask;
+    const migrating = this.#next !== NO_TABLE;
+    if (!migrating && this.#migrated !== 0) fail(`${this.#migrated} buckets counted as moved with no resize under way`);
+    for (let b = 0; b <= mask; b++) {
+      if (b < this.#migrated && this.#buckets[b] !== 0) fail(`old bucket ${b} was moved but still holds slots`);
       for (let s = this.#buckets[b]!; s !== 0; s = this.#get(s, CHAIN)) {
         if (++chained > live) fail('hash chains hold more slots than the LRU list');
-        if ((this.#get(s, HASH) & this.#bucketMask) !== b) fail(`slot ${s} chained in the wrong bucket`);
+        if ((this.#get(s, HASH) & mask) !== b) fail(`slot ${s} chained in the wrong bucket`);
       }
+    }
+    for (let b = 0; b < this.#next.length; b++) {
+      for (let s = this.#next[b]!; s !== 0; s = this.#get(s, CHAIN)) {
+        if (++chained > live) fail('hash chains hold more slots than the LRU list');
+        const h = this.#get(s, HASH);
+        if ((h & this.#nextMask) !== b || (h & mask) >= this.#migrated) fail(`slot ${s} chained in the wrong bucket of the new table`);
+      }
+    }
+    const size = mask + 1;
+    if (powerOfTwoAtLeast(size) !== size || size < this.#minBuckets) fail(`table of ${size} buckets`);
+    if (migrating) {
+      if (this.#nextMask !== this.#next.length - 1 || powerOfTwoAtLeast(this.#next.length) !== this.#next.length) fail(`new table of ${this.#next.length} buckets`);
+      if (this.#migrated >= size) fail(`resize moved ${this.#migrated} of ${size} buckets without finishing`);
+    } else {
+      // A finished resize (or the key count changing) starts the next one when it is due.
+      if (this.#live > size) fail(`${this.#live} keys in ${size} buckets with no resize under way`);
+      if (size > this.#minBuckets && this.#live * 8 < size) fail(`${this.#live} keys in ${size} buckets with no shrink under way`);
     }
     let free = 0;
     for (let s = this.#freeHead; s !== 0; s = this.#get(s, CHAIN)) {
@@ -430,7 +561,10 @@ export class KvEngine {
     }
     if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
     if (live + free + 1 !== this.#top) fail(`slots leak: ${live} live + ${free} free of ${this.#top - 1}`);
-    if (this.#live > this.#bucketMask + 1) fail('more keys than buckets');
+    const capacity = this.#expiresAt.length;
+    if (this.#top > capacity || this.#slots.length !== capacity << STRIDE_SHIFT || capacity > this.#maxSlots) {
+      fail(`room for ${capacity} slots (${this.#slots.length >> STRIDE_SHIFT} in the fields array) with ${this.#top} in use`);
+    }
     if (this.#live > this.maxKeys) fail(`${this.#live} keys, more than maxKeys ${this.maxKeys}`);
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
@@ -490,10 +624,16 @@ export class KvEngine {
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
   #find(buf: Buffer, ks: number, ke: number, h: number): number {
     const klen = ke - ks;
-    for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#get(s, CHAIN)) {
-      if (this.#get(s, HASH) === h && this.#klenOf(s) === klen) {
-        if (this.#arena.classes[this.#clsOf(s)]!.startsWith(this.#get(s, CHUNK), buf, ks, ke)) return s;
+    const slots = this.#slots;
+    const b = h & this.#bucketMask;
+    let s = b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+    while (s !== 0) {
+      const o = s << STRIDE_SHIFT;
+      const meta = slots[o + META]!;
+      if (slots[o + HASH] === h && (meta & KLEN_MASK) === klen) {
+        if (this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(slots[o + CHUNK]!, buf, ks, ke)) return s;
       }
+      s = slots[o + CHAIN]!;
     }
     return 0;
   }
@@ -519,39 +659,88 @@ export class KvEngine {
       this.#freeHead = this.#get(slot, CHAIN);
     } else {
       slot = this.#top++;
-      if (slot >= this.#expiresAt.length) this.#growSlots();
+      if (slot >= this.#expiresAt.length) {
+        // In place: the buffers reserved their full size, so this commits pages and copies nothing.
+        const room = this.#expiresAt.length;
+        const n = Math.min(this.#maxSlots, room < SLOT_GROWTH ? room * 2 : room + SLOT_GROWTH);
+        this.#slotBuffer.resize(n * SLOT_BYTES);
+        this.#expiryBuffer.resize(n * 8);
+      }
     }
     this.#set(slot, HASH, h);
     this.#live++;
-    if (this.#live > this.#bucketMask + 1) this.#rehash(); // before chaining: #rehash chains the live slots
+    this.#keysChanged(); // before chaining: a resize step may move the bucket the slot goes to
     const b = h & this.#bucketMask;
-    this.#set(slot, CHAIN, this.#buckets[b]!);
-    this.#buckets[b] = slot;
+    if (b < this.#migrated) {
+      const nb = h & this.#nextMask;
+      this.#set(slot, CHAIN, this.#next[nb]!);
+      this.#next[nb] = slot;
+    } else {
+      this.#set(slot, CHAIN, this.#buckets[b]!);
+      this.#buckets[b] = slot;
+    }
     return slot;
   }
 
-  #growSlots(): void {
-    const n = this.#expiresAt.length * 2;
-    const slots = new Int32Array(n << STRIDE_SHIFT);
-    slots.set(this.#slots);
-    this.#slots = slots;
-    const expiresAt = new Float64Array(n);
-    expiresAt.set(this.#expiresAt);
-    this.#expiresAt = expiresAt;
+  /** After an insert or a removal: a step of the resize under way, or a resize if one is due. */
+  #keysChanged(): void {
+    if (this.#next !== NO_TABLE) this.#rehashStep(this.#rehashStepBuckets);
+    else this.#maybeResize();
   }
 
-  /** Doubles the buckets and re-chains every live slot (those in the LRU list). */
-  #rehash(): void {
-    const n = (this.#bucketMask + 1) * 2;
-    const buckets = new Int32Array(n);
-    const mask = n - 1;
-    for (let s = this.#get(LRU, NEXT); s !== LRU; s = this.#get(s, NEXT)) {
-      const b = this.#get(s, HASH) & mask;
-      this.#set(s, CHAIN, buckets[b]!);
-      buckets[b] = s;
+  /** Starts a resize when the keys outgrow the table or fall below an eighth of it. */
+  #maybeResize(): void {
+    const size = this.#bucketMask + 1;
+    const live = this.#live;
+    let target: number;
+    if (live > size) target = powerOfTwoAtLeast(live);
+    else if (live * 8 < size && size > this.#minBuckets) target = Math.max(this.#minBuckets, 2 * powerOfTwoAtLeast(Math.max(1, live)));
+    else return;
+    // A large zeroed array costs no copy: the allocator maps zero pages, touched as buckets fill.
+    this.#next = new Int32Array(target);
+    this.#nextMask = target - 1;
+    this.#migrated = 0;
+  }
+
+  /**
+   * Moves up to n non-empty old buckets to the new table, visiting at most
+   * EMPTY_VISITS_PER_STEP * n empty ones (always at least one bucket), and finishes the
+   * resize after the last.
+   */
+  #rehashStep(n: number): void {
+    const old = this.#buckets;
+    const next = this.#next;
+    const nextMask = this.#nextMask;
+    const slots = this.#slots;
+    let b = this.#migrated;
+    let emptyVisits = n * EMPTY_VISITS_PER_STEP;
+    while (b < old.length) {
+      let s = old[b]!;
+      b++;
+      if (s === 0) {
+        if (--emptyVisits === 0) break;
+        continue;
+      }
+      old[b - 1] = 0;
+      do {
+        const o = s << STRIDE_SHIFT;
+        const following = slots[o + CHAIN]!;
+        const nb = slots[o + HASH]! & nextMask;
+        slots[o + CHAIN] = next[nb]!;
+        next[nb] = s;
+        s = following;
+      } while (s !== 0);
+      if (--n === 0) break;
     }
-    this.#buckets = buckets;
-    this.#bucketMask = mask;
+    this.#migrated = b;
+    if (b === old.length) {
+      this.#buckets = next;
+      this.#bucketMask = nextMask;
+      this.#next = NO_TABLE;
+      this.#nextMask = 0;
+      this.#migrated = 0;
+      this.#maybeResize();
+    }
   }
 
   /** Takes a live key out: record freed, slot unchained and put on the free list. */
@@ -565,10 +754,16 @@ export class KvEngine {
     this.#unlink(slot);
     this.#freeChunk(slot);
     // Out of its bucket's chain.
-    const b = this.#get(slot, HASH) & this.#bucketMask;
-    let s = this.#buckets[b]!;
+    const h = this.#get(slot, HASH);
+    let table = this.#buckets;
+    let b = h & this.#bucketMask;
+    if (b < this.#migrated) {
+      table = this.#next;
+      b = h & this.#nextMask;
+    }
+    let s = table[b]!;
     if (s === slot) {
-      this.#buckets[b] = this.#get(slot, CHAIN);
+      table[b] = this.#get(slot, CHAIN);
     } else {
       while (this.#get(s, CHAIN) !== slot) s = this.#get(s, CHAIN);
       this.#set(s, CHAIN, this.#get(slot, CHAIN));
@@ -578,11 +773,13 @@ export class KvEngine {
     this.#freeHead = slot;
     this.#live--;
     if (expired) this.#expired++;
+    this.#keysChanged();
   }
 
   /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
   #tableBytes(): number {
-    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#buckets.byteLength;
+    // During a resize both bucket tables are held.
+    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#buckets.byteLength + this.#next.byteLength;
   }
 
   /** True when adding `extra` bytes would take the footprint past its limit. */
@@ -591,14 +788,20 @@ export class KvEngine {
   }
 
   /**
-   * Bytes a new key would add to the tables: a doubling of the slot arrays when no slot is
-   * free, of the buckets when they are full. Evicting one key frees both, so at the growth
-   * edge a full engine evicts one key instead of growing.
+   * Bytes a new key would add to the tables: the slot arrays' next growth step when no
+   * slot is free, and a new bucket table when the keys are about to outgrow the buckets
+   * (both as #newSlot and #maybeResize would make them). Evicting one key frees a slot
+   * and keeps the table as it is, so at the growth edge a full engine evicts one key
+   * instead of growing.
    */
   #newKeyCost(): number {
     let bytes = 0;
-    if (this.#freeHead === 0 && this.#top >= this.#expiresAt.length) bytes += this.#slots.byteLength + this.#expiresAt.byteLength;
-    if (this.#live + 1 > this.#bucketMask + 1) bytes += this.#buckets.byteLength;
+    if (this.#freeHead === 0 && this.#top >= this.#expiresAt.length) {
+      const room = this.#expiresAt.length;
+      const n = Math.min(this.#maxSlots, room < SLOT_GROWTH ? room * 2 : room + SLOT_GROWTH);
+      bytes += (n - room) * (SLOT_BYTES + 8);
+    }
+    if (this.#next === NO_TABLE && this.#live + 1 > this.#bucketMask + 1) bytes += powerOfTwoAtLeast(this.#live + 1) * 4;
     return bytes;
   }
 

@@ -41,6 +41,8 @@ export interface EngineStats {
   readonly expired: number;
   readonly hits: number;
   readonly misses: number;
+  /** Keys past their expiry that the sweep could remove and has not yet. */
+  readonly expiryBacklog: number;
 }
 
 export interface StoreMetricsOptions {
@@ -163,6 +165,7 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
   gauge('kvstore_usage_bytes', 'Bytes held: key bytes plus value bytes over all entries (the USAGE reply).', () => engine.usageBytes);
   gauge('kvstore_max_memory_bytes', 'The MAX_MEMORY_BYTES cap on usage.', () => engine.maxMemoryBytes);
   gauge('kvstore_keys', 'Keys held.', () => engine.keyCount);
+  gauge('kvstore_expiry_backlog_keys', 'Keys past their expiry that the active sweep has not removed yet (they still count in USAGE); 0 when it keeps up.', () => engine.expiryBacklog);
   gauge('kvstore_connections', 'Open client connections.', connections);
   gauge('kvstore_max_connections', 'The MAX_CONNECTIONS limit on open client connections.', () => maxConnections);
   gauge('kvstore_memory_arena_bytes', 'Bytes of the pages (and their owner arrays) holding the records: usage plus size-class rounding and partly filled pages.', () => engine.arenaBytes);
