@@ -144,8 +144,8 @@ async function syncDirectory(fs: SnapshotFileSystem, dir: string): Promise<void>
 const READ_CHUNK_BYTES = 1 << 20;
 
 /**
- * Feeds the file at `path` to `push` in chunks (one buffer, reused: `push` must not keep
- * it). Resolves false when there is no such file.
+ * Feeds the file at `path` to `push` in chunks (each a fresh buffer: the decoder keeps a
+ * chunk while a record spans several). Resolves false when there is no such file.
  */
 export async function readSnapshotFile(path: string, push: (chunk: Buffer) => void, fs: SnapshotFileSystem = nodeFileSystem): Promise<boolean> {
   let handle: SnapshotFileHandle;
@@ -156,8 +156,8 @@ export async function readSnapshotFile(path: string, push: (chunk: Buffer) => vo
     throw err;
   }
   try {
-    const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
     for (;;) {
+      const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
       const { bytesRead } = await handle.read(buf, 0, buf.length, null);
       if (bytesRead === 0) return true;
       push(buf.subarray(0, bytesRead));

@@ -165,6 +165,7 @@ export class SnapshotDecoder {
     this.#onRecord = onRecord;
   }
 
+  /** Takes `chunk` (it may be kept until the record it ends is whole: do not reuse it). */
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;
     // Pieces wait until there are enough bytes for the next step, so a record spread over
