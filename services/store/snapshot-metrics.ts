@@ -10,7 +10,8 @@ export interface SnapshotMetrics {
   loaded(keys: number): void;
 }
 
-export function createSnapshotMetrics(registry: Registry): SnapshotMetrics {
+/** `intervalSeconds`: STORE_SNAPSHOT_INTERVAL_S, exported so the staleness alert can compare against it. */
+export function createSnapshotMetrics(registry: Registry, intervalSeconds: number): SnapshotMetrics {
   const lastSuccess = new Gauge({
     name: 'kvstore_snapshot_last_success_timestamp_seconds',
     help: 'Unix time of the last snapshot written successfully (0: none since start).',
@@ -29,6 +30,11 @@ export function createSnapshotMetrics(registry: Registry): SnapshotMetrics {
     registers: [registry],
   });
   const loadedKeys = new Gauge({ name: 'kvstore_snapshot_loaded_keys', help: 'Keys loaded from the snapshot at start-up.', registers: [registry] });
+  new Gauge({
+    name: 'kvstore_snapshot_interval_seconds',
+    help: 'STORE_SNAPSHOT_INTERVAL_S: seconds between periodic snapshots (0: only at shutdown, or snapshots off).',
+    registers: [registry],
+  }).set(intervalSeconds);
   lastSuccess.set(0);
   return {
     saved(seconds, bytes, atMs) {
