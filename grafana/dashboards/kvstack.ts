@@ -213,7 +213,7 @@ export default dashboard({
         min: 0,
         queries: [
           query(`time() - (${sel('kvstore_snapshot_last_success_timestamp_seconds')} > 0 or ${sel('process_start_time_seconds', 'job=~"kvstore.*"')})`, 'age {{instance}}'),
-          query(`${sel('kvstore_snapshot_interval_seconds')} > 0`, 'interval {{instance}}'),
+          query(sel('kvstore_snapshot_interval_seconds'), 'interval {{instance}} (0: at shutdown only)'),
         ],
       }),
       timeseries({
