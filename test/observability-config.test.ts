@@ -106,6 +106,8 @@ describe('alert rules', () => {
         'KvStoreConnectionsHigh',
         'KvStoreRejectedConnections',
         'KvStoreLowHitRate',
+        'KvStoreSnapshotFailing',
+        'KvStoreSnapshotStale',
         'KvBackendDown',
         'KvBackendStoreUnreachable',
         'KvBackendStoreConnectionsRefused',

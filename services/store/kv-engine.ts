@@ -80,6 +80,14 @@ export interface TableState {
 
 export type SetOutcome = 'ok' | 'out_of_memory';
 
+/** One key's record: key bytes src[ks, ke), value bytes src[vs, ve) (valid during the call), remaining TTL in ms (0 = none). */
+export type EntryVisitor = (src: Buffer, ks: number, ke: number, vs: number, ve: number, ttlMs: number) => void;
+
+export interface EntryCursor {
+  /** Visits up to `max` more keys; false once every key has been visited. */
+  next(max: number, visit: EntryVisitor): boolean;
+}
+
 /** Sweep budget when the caller gives none, in milliseconds of the engine's clock. */
 export const DEFAULT_SWEEP_MS = 2;
 /** Sweep steps per millisecond of budget, so a frozen or fake clock still bounds a call. */
@@ -858,6 +866,30 @@ export class KvEngine {
     this.#set(slot, NEXT, LRU);
     this.#set(last, NEXT, slot);
     this.#set(LRU, PREV, slot);
+  }
+
+  // ------------------------------------------------------------ snapshots
+
+  /**
+   * A cursor over the keys from least to most recently used (the order a load must insert
+   * them in for LRU to come back). It holds the next slot to visit, so the keyspace must
+   * not change between its calls: the shutdown snapshot runs after the last client left.
+   */
+  entries(): EntryCursor {
+    let slot = this.#get(LRU, NEXT);
+    return {
+      next: (max: number, visit: EntryVisitor): boolean => {
+        const now = this.#now();
+        for (let n = 0; n < max && slot !== LRU; n++, slot = this.#get(slot, NEXT)) {
+          const expiresAt = this.#ttlOf(slot);
+          if (expiresAt !== 0 && expiresAt <= now) continue;
+          const { page, at } = this.#record(slot);
+          const klen = this.#klenOf(slot);
+          visit(page, at, at + klen, at + klen, at + klen + this.#get(slot, VLEN), expiresAt === 0 ? 0 : expiresAt - now);
+        }
+        return slot !== LRU;
+      },
+    };
   }
 }
 

@@ -9,8 +9,12 @@ import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
+import { rm } from 'node:fs/promises';
 import { BackgroundWork } from './background-work.ts';
 import { KvEngine } from './kv-engine.ts';
+import type { SnapshotFileSystem } from './snapshot-file.ts';
+import { createSnapshotMetrics } from './snapshot-metrics.ts';
+import { loadSnapshot, saveSnapshot, type SnapshotContext } from './store-snapshots.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './store-server.ts';
 
@@ -22,6 +26,10 @@ export interface StoreDeps {
   readonly now?: () => number;
   /** How long close() waits for clients to take their last replies before cutting them. */
   readonly shutdownGraceMs?: number;
+  /** Wall clock in unix ms for snapshot expiry times (Date.now by default). */
+  readonly wallNow?: () => number;
+  /** File-system calls of the snapshot code (tests inject a full disk). */
+  readonly snapshotFs?: SnapshotFileSystem;
   /** Period of the active expiry sweep (and of the background rehash step). */
   readonly sweepIntervalMs?: number;
 }
@@ -64,7 +72,14 @@ function selfAddress(host: string): string {
 export async function startStoreService(config: StoreConfig, deps: StoreDeps): Promise<StoreService> {
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
-  const engine = new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
+  const createEngine = (): KvEngine => new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
+  const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
+  const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
+  // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
+  const loaded = snapshots
+    ? await loadSnapshot(snapshots, createEngine, { required: config.snapshotRequired, maxValueBytes: config.maxValueBytes })
+    : undefined;
+  const engine = loaded?.engine ?? createEngine();
   // The self-probe's own sockets. The store recognises the server side of one by its
   // peer address (this process's probe socket), and lets it past MAX_CONNECTIONS.
   const probeSockets = new Set<Socket>();
@@ -120,6 +135,13 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     throw err;
   }
 
+  if (snapshots && loaded?.status === 'loaded' && config.snapshotIntervalS === 0) {
+    // Serving makes the loaded file stale: a crash before the next clean stop must find
+    // none (a cold cache), never data older than what clients were told (SPEC §7).
+    await rm(snapshots.path, { force: true });
+    logger.info({ path: snapshots.path }, 'snapshot consumed: the next one is written at shutdown');
+  }
+
   const background = new BackgroundWork({ engine, periodMs: deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS, sliceMs: SWEEP_SLICE_MS, rehashMs: REHASH_STEP_MS });
   background.start();
 
@@ -133,6 +155,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       maxConnections: config.maxConnections,
       idleTimeoutMs: config.idleTimeoutMs,
       maxValueBytes: config.maxValueBytes,
+      snapshotPath: config.snapshotPath || undefined,
+      snapshotIntervalS: config.snapshotIntervalS,
+      keys: engine.keyCount,
     },
     'kvstore ready',
   );
@@ -152,8 +177,13 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
         closing = true;
         background.stop();
         logger.info({ connections: tcp.connectionCount }, 'kvstore shutting down');
-        await tcp.close(deps.shutdownGraceMs ?? 3000);
-        await closeServer(admin);
+        try {
+          await tcp.close(deps.shutdownGraceMs ?? 3000);
+          // Every reply is out and no client is left: the keyspace holds still for the save.
+          if (snapshots) await saveSnapshot(snapshots, engine);
+        } finally {
+          await closeServer(admin);
+        }
         logger.info('kvstore stopped');
       })();
       return closed;
