@@ -80,12 +80,35 @@ export interface TableState {
 
 export type SetOutcome = 'ok' | 'out_of_memory';
 
-/** One key's record: key bytes src[ks, ke), value bytes src[vs, ve) (valid during the call), remaining TTL in ms (0 = none). */
-export type EntryVisitor = (src: Buffer, ks: number, ke: number, vs: number, ve: number, ttlMs: number) => void;
+/**
+ * One key's record for a snapshot: key bytes src[ks, ke), value bytes src[vs, ve) (valid
+ * during the call only), and its expiry on the engine's clock (0 = none).
+ */
+export type SnapshotSink = (src: Buffer, ks: number, ke: number, vs: number, ve: number, expiresAt: number) => void;
 
-export interface EntryCursor {
-  /** Visits up to `max` more keys; false once every key has been visited. */
-  next(max: number, visit: EntryVisitor): boolean;
+/**
+ * A point-in-time walk over the keyspace (see beginSnapshot). Commands may run between its
+ * steps: the sink receives exactly the keys of the moment it began, each once.
+ */
+export interface SnapshotWalk {
+  /** The engine's clock when the walk began: the snapshot's point in time. */
+  readonly startedAt: number;
+  /** Hands up to `max` more keys to the sink; false once every key has been handed over. */
+  step(max: number): boolean;
+  /** Ends the walk (finished or abandoned); the engine stops copying keys before changing them. */
+  end(): void;
+}
+
+/** The state of the walk under way. */
+interface Walk {
+  readonly sink: SnapshotSink;
+  readonly startedAt: number;
+  /** Slots at or past this were never used when the walk began: they hold only newer keys. */
+  readonly limit: number;
+  /** A bit per slot below limit: handed to the sink already, or not to be (a newer key). */
+  readonly done: Uint8Array;
+  /** The next slot in the LRU list to look at (LRU when the walk has reached the end). */
+  cursor: number;
 }
 
 /** Sweep budget when the caller gives none, in milliseconds of the engine's clock. */
@@ -196,6 +219,9 @@ export class KvEngine {
   #nextMask = 0;
   /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
   #migrated = 0;
+
+  /** The snapshot walk under way, if any. */
+  #walk: Walk | null = null;
 
   #live = 0;
   #usage = 0;
@@ -342,6 +368,7 @@ export class KvEngine {
         // A large record's page goes back whole; a small chunk freed is not counted (it may not free a page).
         if (fresh && this.#footprintOver(arena.allocCost(cls, size) - (oldCls === arena.large ? Math.max(1, oldSize) : 0))) return 'out_of_memory';
       }
+      if (this.#walk !== null) this.#preserve(slot);
       const oldExpiry = this.#ttlOf(slot);
       if (oldExpiry !== 0) {
         now = this.#now();
@@ -405,6 +432,7 @@ export class KvEngine {
       }
       this.#expiry.remove(slot, old);
     }
+    if (this.#walk !== null) this.#preserve(slot);
     this.#setTtl(slot, now + seconds * 1000);
     return true;
   }
@@ -481,6 +509,7 @@ export class KvEngine {
       const slot = this.#expiry.takeDue(start);
       if (slot === NOTHING_DUE) break;
       if (slot !== DROPPED_EMPTY_BUCKET) {
+        if (this.#walk !== null) this.#preserve(slot); // with its TTL, before the flag goes
         this.#clearTtl(slot); // already out of the index
         this.#remove(slot, true);
         removed++;
@@ -676,6 +705,9 @@ export class KvEngine {
       }
     }
     this.#set(slot, HASH, h);
+    // A key newer than the snapshot under way is not part of it.
+    const walk = this.#walk;
+    if (walk !== null && slot < walk.limit) walk.done[slot >> 3]! |= 1 << (slot & 7);
     this.#live++;
     this.#keysChanged(); // before chaining: a resize step may move the bucket the slot goes to
     const b = h & this.#bucketMask;
@@ -753,6 +785,7 @@ export class KvEngine {
 
   /** Takes a live key out: record freed, slot unchained and put on the free list. */
   #remove(slot: number, expired: boolean): void {
+    if (this.#walk !== null) this.#preserve(slot);
     const expiresAt = this.#ttlOf(slot);
     if (expiresAt !== 0) {
       this.#expiry.remove(slot, expiresAt);
@@ -855,6 +888,8 @@ export class KvEngine {
   #unlink(slot: number): void {
     const prev = this.#get(slot, PREV);
     const next = this.#get(slot, NEXT);
+    // The walk must not follow a slot that leaves its place (a touch moves it to the end).
+    if (this.#walk !== null && this.#walk.cursor === slot) this.#walk.cursor = next;
     this.#set(prev, NEXT, next);
     this.#set(next, PREV, prev);
   }
@@ -871,25 +906,49 @@ export class KvEngine {
   // ------------------------------------------------------------ snapshots
 
   /**
-   * A cursor over the keys from least to most recently used (the order a load must insert
-   * them in for LRU to come back). It holds the next slot to visit, so the keyspace must
-   * not change between its calls: the shutdown snapshot runs after the last client left.
+   * Starts a point-in-time snapshot: `step()` hands the keys to `sink` from the least to
+   * the most recently used (the order a load inserts them in, so LRU order comes back),
+   * while commands may run between steps. Copy-on-write, as Dragonfly's versioned
+   * snapshots: before a command changes or removes a key the walk has not reached, the
+   * key's record as it was is handed to the sink first; keys created after the start are
+   * skipped. So the sink receives exactly the keyspace of the start, each key once, and
+   * nothing is copied up front (no pause). Keys already expired at the start are left out.
    */
-  entries(): EntryCursor {
-    let slot = this.#get(LRU, NEXT);
+  beginSnapshot(sink: SnapshotSink): SnapshotWalk {
+    if (this.#walk !== null) throw new Error('a snapshot is already under way');
+    const limit = this.#top;
+    const walk: Walk = { sink, startedAt: this.#now(), limit, done: new Uint8Array((limit + 7) >> 3), cursor: this.#get(LRU, NEXT) };
+    this.#walk = walk;
     return {
-      next: (max: number, visit: EntryVisitor): boolean => {
-        const now = this.#now();
-        for (let n = 0; n < max && slot !== LRU; n++, slot = this.#get(slot, NEXT)) {
-          const expiresAt = this.#ttlOf(slot);
-          if (expiresAt !== 0 && expiresAt <= now) continue;
-          const { page, at } = this.#record(slot);
-          const klen = this.#klenOf(slot);
-          visit(page, at, at + klen, at + klen, at + klen + this.#get(slot, VLEN), expiresAt === 0 ? 0 : expiresAt - now);
+      startedAt: walk.startedAt,
+      step: (max: number): boolean => {
+        if (this.#walk !== walk) throw new Error('the snapshot walk has ended');
+        let s = walk.cursor;
+        for (let n = 0; n < max && s !== LRU; n++) {
+          this.#preserve(s);
+          s = this.#get(s, NEXT);
         }
-        return slot !== LRU;
+        walk.cursor = s;
+        return s !== LRU;
+      },
+      end: (): void => {
+        if (this.#walk === walk) this.#walk = null;
       },
     };
+  }
+
+  /** Hands the slot's record to the walk's sink unless it was already, or is newer than the walk. */
+  #preserve(slot: number): void {
+    const walk = this.#walk!;
+    if (slot >= walk.limit) return;
+    const bit = 1 << (slot & 7);
+    if ((walk.done[slot >> 3]! & bit) !== 0) return;
+    walk.done[slot >> 3]! |= bit;
+    const expiresAt = this.#ttlOf(slot);
+    if (expiresAt !== 0 && expiresAt <= walk.startedAt) return;
+    const { page, at } = this.#record(slot);
+    const klen = this.#klenOf(slot);
+    walk.sink(page, at, at + klen, at + klen, at + klen + this.#get(slot, VLEN), expiresAt);
   }
 }
 

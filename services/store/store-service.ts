@@ -14,7 +14,7 @@ import { BackgroundWork } from './background-work.ts';
 import { KvEngine } from './kv-engine.ts';
 import type { SnapshotFileSystem } from './snapshot-file.ts';
 import { createSnapshotMetrics } from './snapshot-metrics.ts';
-import { loadSnapshot, saveSnapshot, type SnapshotContext } from './store-snapshots.ts';
+import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './store-snapshots.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './store-server.ts';
 
@@ -43,6 +43,8 @@ export interface StoreService {
   readonly server: StoreServer;
   /** The expiry sweep and the background rehash step. */
   readonly background: BackgroundWork;
+  /** Periodic snapshots, when STORE_SNAPSHOT_INTERVAL_S > 0 (runNow() starts one at once). */
+  readonly periodicSnapshots: PeriodicSnapshots | undefined;
   /** Graceful: stop accepting, answer what was received, end every socket, close the admin port. */
   close(): Promise<void>;
   /** Immediate and idempotent. */
@@ -50,6 +52,7 @@ export interface StoreService {
 }
 
 const PROBE_TIMEOUT_MS = 1000;
+const SNAPSHOT_SLICE_MS = 1;
 // Like Redis's cron: ten times a second, an expiry slice of at most 2 ms and a rehash step
 // of at most 1 ms; while keys are still due, further slices follow at once with client I/O
 // in between (background-work.ts), so expired keys leave USAGE within SPEC's 2 s without
@@ -142,6 +145,11 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     logger.info({ path: snapshots.path }, 'snapshot consumed: the next one is written at shutdown');
   }
 
+  // A periodic snapshot works in slices of about this long, so a client waits at most one.
+  const periodicSnapshots =
+    snapshots && config.snapshotIntervalS > 0 ? new PeriodicSnapshots(snapshots, engine, config.snapshotIntervalS * 1000, SNAPSHOT_SLICE_MS) : undefined;
+  periodicSnapshots?.start();
+
   const background = new BackgroundWork({ engine, periodMs: deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS, sliceMs: SWEEP_SLICE_MS, rehashMs: REHASH_STEP_MS });
   background.start();
 
@@ -172,6 +180,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     metrics,
     server: tcp,
     background,
+    periodicSnapshots,
     close() {
       closed ??= (async () => {
         closing = true;
@@ -179,7 +188,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
         logger.info({ connections: tcp.connectionCount }, 'kvstore shutting down');
         try {
           await tcp.close(deps.shutdownGraceMs ?? 3000);
-          // Every reply is out and no client is left: the keyspace holds still for the save.
+          // Every reply is out and no client is left: a periodic snapshot under way is
+          // abandoned, and the final one holds every acknowledged write.
+          await periodicSnapshots?.stop();
           if (snapshots) await saveSnapshot(snapshots, engine);
         } finally {
           await closeServer(admin);
@@ -192,6 +203,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       if (destroyed) return;
       destroyed = closing = true;
       background.stop();
+      void periodicSnapshots?.stop();
       tcp.destroy();
       admin.closeAllConnections();
       admin.close();

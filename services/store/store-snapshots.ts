@@ -1,6 +1,7 @@
 import { isValidKeyBytes } from '../protocol/key-rules.ts';
 import type { Logger } from '../shared/logger.ts';
-import type { KvEngine } from './kv-engine.ts';
+import { setImmediate } from 'node:timers/promises';
+import type { KvEngine, SnapshotWalk } from './kv-engine.ts';
 import { SnapshotDecoder, SnapshotEncoder, SnapshotFormatError } from './snapshot-format.ts';
 import { nodeFileSystem, readSnapshotFile, setAside, SnapshotFileWriter, type SnapshotFileSystem } from './snapshot-file.ts';
 import type { SnapshotMetrics } from './snapshot-metrics.ts';
@@ -30,8 +31,6 @@ export class SnapshotLoadError extends Error {
   override name = 'SnapshotLoadError';
 }
 
-/** Keys per batch of the shutdown save; between batches the writer may catch up. */
-const SAVE_BATCH_KEYS = 4096;
 /** Bytes the save keeps queued for the disk before it waits for the writes. */
 const SAVE_QUEUE_BYTES = 16 << 20;
 
@@ -110,29 +109,55 @@ export interface SaveOutcome {
   readonly seconds: number;
 }
 
+export interface SaveOptions {
+  /**
+   * While serving: work in slices of about this many ms, yielding to the event loop
+   * between them, so clients wait at most a slice. Unset (the shutdown save): no yielding.
+   */
+  readonly sliceMs?: number;
+  /** Abandons the save (the previous snapshot stays); the promise then resolves undefined. */
+  readonly signal?: AbortSignal;
+}
+
+/** Keys handed over per walk step; a slice runs steps until its time is up. */
+const STEP_KEYS = 256;
+
 /**
- * Writes every key of the engine to `path` (temporary file, fsync, rename). The keyspace
- * must not change meanwhile (the shutdown save runs after the last client left). On
- * failure the previous snapshot stays, the failure is counted and logged, and the error
- * is rethrown.
+ * Writes the engine's keyspace as of now to `path` (temporary file, fsync, rename), as a
+ * point-in-time image even while commands run between its slices (the engine's
+ * copy-on-write walk). On failure the previous snapshot stays, the failure is counted
+ * and logged, and the error is rethrown.
  */
-export async function saveSnapshot(ctx: SnapshotContext, engine: KvEngine): Promise<SaveOutcome> {
+export async function saveSnapshot(ctx: SnapshotContext, engine: KvEngine, options: SaveOptions = {}): Promise<SaveOutcome | undefined> {
   const { path, logger, metrics } = ctx;
+  const { sliceMs, signal } = options;
   const wallNow = ctx.wallNow ?? Date.now;
   const started = performance.now();
-  const startedAtMs = wallNow();
   let writer: SnapshotFileWriter | undefined;
+  let walk: SnapshotWalk | undefined;
   try {
     writer = await SnapshotFileWriter.create(path, ctx.fs ?? nodeFileSystem);
     const w = writer;
+    const startedAtMs = wallNow();
     const encoder = new SnapshotEncoder((chunk) => w.write(chunk), startedAtMs);
-    const cursor = engine.entries();
+    // Expiry goes to wall-clock time through the pair of clocks read at the point in time.
+    const toWall = (expiresAt: number): number => (expiresAt === 0 ? 0 : startedAtMs + (expiresAt - walk!.startedAt));
+    walk = engine.beginSnapshot((src, ks, ke, vs, ve, expiresAt) => encoder.record(src, ks, ke, vs, ve, toWall(expiresAt)));
     let more = true;
     while (more) {
-      const wall = wallNow();
-      more = cursor.next(SAVE_BATCH_KEYS, (src, ks, ke, vs, ve, ttlMs) => encoder.record(src, ks, ke, vs, ve, ttlMs === 0 ? 0 : wall + ttlMs));
+      const sliceEnd = sliceMs === undefined ? Infinity : performance.now() + sliceMs;
+      do more = walk.step(STEP_KEYS);
+      while (more && performance.now() < sliceEnd && w.queuedBytes <= SAVE_QUEUE_BYTES);
       if (w.queuedBytes > SAVE_QUEUE_BYTES) await w.drained();
+      else if (sliceMs !== undefined && more) await setImmediate();
+      if (signal?.aborted) {
+        walk.end();
+        await w.abort();
+        logger.info({ path }, 'snapshot abandoned: the previous one stays');
+        return undefined;
+      }
     }
+    walk.end();
     encoder.finish();
     await w.commit();
     const seconds = (performance.now() - started) / 1000;
@@ -140,10 +165,53 @@ export async function saveSnapshot(ctx: SnapshotContext, engine: KvEngine): Prom
     logger.info({ path, keys: encoder.records, bytes: encoder.bytes, ms: Math.round(seconds * 1000) }, 'snapshot saved');
     return { keys: encoder.records, bytes: encoder.bytes, seconds };
   } catch (err) {
+    walk?.end();
     await writer?.abort();
     metrics.failed();
     const error = err instanceof Error ? err.message : String(err);
     logger.error({ path, error, code: (err as NodeJS.ErrnoException).code }, 'snapshot failed: the previous one stays');
     throw err;
+  }
+}
+
+/**
+ * Periodic snapshots while serving (STORE_SNAPSHOT_INTERVAL_S): one every interval,
+ * never two at once; a failed one is logged and counted (by saveSnapshot) and the next
+ * interval tries again.
+ */
+export class PeriodicSnapshots {
+  readonly #ctx: SnapshotContext;
+  readonly #engine: KvEngine;
+  readonly #intervalMs: number;
+  readonly #sliceMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> | undefined;
+  #abort = new AbortController();
+
+  constructor(ctx: SnapshotContext, engine: KvEngine, intervalMs: number, sliceMs: number) {
+    this.#ctx = ctx;
+    this.#engine = engine;
+    this.#intervalMs = intervalMs;
+    this.#sliceMs = sliceMs;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.runNow(), this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  /** Starts a snapshot unless one is under way; resolves when it is done (or failed). */
+  runNow(): Promise<unknown> {
+    this.#running ??= saveSnapshot(this.#ctx, this.#engine, { sliceMs: this.#sliceMs, signal: this.#abort.signal })
+      .catch(() => undefined) // logged and counted by saveSnapshot
+      .finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  /** Stops the timer and abandons the snapshot under way (the shutdown one follows). */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#abort.abort();
+    await this.#running;
   }
 }
