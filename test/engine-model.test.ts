@@ -11,12 +11,13 @@ import { describe, it } from 'vitest';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
+import { SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
 
 type Op =
   | { op: 'set'; key: string; value: Uint8Array; ttl?: number }
   | { op: 'get' | 'delete' | 'ttl'; key: string }
   | { op: 'expire'; key: string; seconds: number }
-  | { op: 'usage' | 'sweep' | 'partialSweep' | 'rehash' }
+  | { op: 'usage' | 'sweep' | 'partialSweep' | 'rehash' | 'reload' }
   | { op: 'advance'; ms: number };
 
 interface Entry {
@@ -135,6 +136,12 @@ class ReferenceCache {
     return [...this.entries].filter(([, e]) => e.expiresAt !== null && Math.floor(e.expiresAt / BUCKET_MS) < nowBucket).map(([k]) => k);
   }
 
+  /** A snapshot and a restart: expired keys stay behind (uncounted), the counters start over. */
+  reload(): void {
+    for (const [key, e] of [...this.entries]) if (this.#isExpired(e)) this.#remove(key);
+    this.hits = this.misses = this.evictions = this.expired = 0;
+  }
+
   sweep(): number {
     const due = this.due();
     for (const key of due) this.#remove(key);
@@ -184,10 +191,32 @@ const SMALL_TABLE: TableOptions = { minBuckets: 4, rehashStepBuckets: 1 };
 /** Steps run while the table was being grown or shrunk, by op (so a test can show it reached those states). */
 const midResize = { growing: new Map<string, number>(), shrinking: new Map<string, number>() };
 
+/**
+ * A restart from a snapshot: the engine's walk through the file format into a fresh engine
+ * with the same options (expiry kept relative to the clock, which does not move meanwhile).
+ */
+function snapshotAndReload(engine: KvEngine, options: KvEngineOptions): KvEngine {
+  const chunks: Buffer[] = [];
+  const encoder = new SnapshotEncoder((c) => chunks.push(c), 0, 512);
+  const walk = engine.beginSnapshot((src, ks, ke, vs, ve, expiresAt) => encoder.record(src, ks, ke, vs, ve, expiresAt));
+  while (walk.step(3));
+  walk.end();
+  encoder.finish();
+  const fresh = new KvEngine(options);
+  const now = options.now!();
+  const decoder = new SnapshotDecoder((src, ks, ke, vs, ve, expiresAt) => {
+    if (fresh.restoreAt(src, ks, ke, vs, ve, expiresAt === 0 ? undefined : expiresAt - now) !== 'ok') throw new Error('reload refused a key');
+  });
+  decoder.push(Buffer.concat(chunks));
+  decoder.end();
+  return fresh;
+}
+
 /** Runs `ops` against both and throws at the first disagreement. */
 function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction', table: TableOptions = {}): void {
   const c = clock(1_000_000);
-  const engine = new KvEngine({ maxMemoryBytes: cap, evictionPolicy: policy, now: c.now, ...table });
+  const options: KvEngineOptions = { maxMemoryBytes: cap, evictionPolicy: policy, now: c.now, ...table };
+  let engine = new KvEngine(options);
   const model = new ReferenceCache(cap, policy, c.now);
   const view = new ClientView(c.now);
 
@@ -249,6 +278,10 @@ function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction', table: T
       case 'sweep':
         same(engine.sweepExpired(), model.sweep(), at);
         break;
+      case 'reload':
+        engine = snapshotAndReload(engine, options);
+        model.reload();
+        break;
       case 'rehash':
         // A background step with no time budget moves one bucket: the model sees no change.
         engine.rehashFor(0);
@@ -302,6 +335,7 @@ function opArb(maxValueBytes: number): fc.Arbitrary<Op> {
     { weight: 4, arbitrary: fc.record({ op: fc.constant('advance' as const), ms: advanceArb }) },
     { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
     { weight: 1, arbitrary: fc.constant({ op: 'partialSweep' as const }) },
+    { weight: 1, arbitrary: fc.constant({ op: 'reload' as const }) },
   );
 }
 
@@ -407,6 +441,7 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
       { weight: 1, arbitrary: fc.constant({ op: 'partialSweep' as const }) },
       { weight: 2, arbitrary: fc.constant({ op: 'rehash' as const }) },
+      { weight: 1, arbitrary: fc.constant({ op: 'reload' as const }) },
     );
     // A run loads up to 120 keys (growing the table), then mixes commands with deletes
     // and expiry weighing enough that the table shrinks back again.

@@ -348,6 +348,15 @@ export class KvEngine {
    */
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlSeconds?: number): SetOutcome {
     if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
+    return this.restoreAt(buf, ks, ke, vs, ve, ttlSeconds === undefined ? undefined : ttlSeconds * 1000);
+  }
+
+  /**
+   * setAt with the time to live in ms, as a snapshot load gives it (any positive amount,
+   * not whole seconds); the protocol's bounds on TTLs are the caller's business.
+   */
+  restoreAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlMs?: number): SetOutcome {
+    if (ttlMs !== undefined && !(ttlMs > 0)) throw new RangeError(`ttlMs must be above 0, got ${ttlMs}`);
     const klen = ke - ks;
     const vlen = ve - vs;
     const size = klen + vlen;
@@ -401,9 +410,9 @@ export class KvEngine {
     c.write(i, klen, buf, vs, ve);
     this.#set(slot, META, klen | (cls << CLS_SHIFT));
     this.#set(slot, VLEN, vlen);
-    if (ttlSeconds !== undefined) {
+    if (ttlMs !== undefined) {
       if (now === 0) now = this.#now();
-      this.#setTtl(slot, now + ttlSeconds * 1000);
+      this.#setTtl(slot, now + ttlMs);
     }
     this.#linkLast(slot);
     this.#usage += size;

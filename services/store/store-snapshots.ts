@@ -62,16 +62,15 @@ export async function loadSnapshot(
       tooLarge++;
       return;
     }
-    let ttlSeconds: number | undefined;
+    let ttlMs: number | undefined;
     if (expiresAtMs !== 0) {
-      const remainingMs = expiresAtMs - now;
-      if (remainingMs <= 0) {
+      ttlMs = expiresAtMs - now;
+      if (ttlMs <= 0) {
         expired++;
         return;
       }
-      ttlSeconds = remainingMs / 1000;
     }
-    if (engine.setAt(src, ks, ke, vs, ve, ttlSeconds) === 'ok') keys++;
+    if (engine.restoreAt(src, ks, ke, vs, ve, ttlMs) === 'ok') keys++;
     else refused++; // noeviction and full: the rest of the file cannot fit either way
   });
   let found: boolean;
