@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { nodeFileSystem, type SnapshotFileSystem } from '../services/store/snapshot-file.ts';
+import { SnapshotDecoder } from '../services/store/snapshot-format.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue } from './helpers/exposition.ts';
 import { startServiceProcess, storeScript } from './helpers/service-process.ts';
@@ -184,5 +186,67 @@ describe('snapshots across real process restarts', () => {
     const third = await startServiceProcess(storeScript, env, 'kvstore ready');
     expect(third.logs.some((l) => l.msg === 'no snapshot to load: starting empty')).toBe(true);
     await third.stop('SIGTERM');
+  });
+});
+
+describe('periodic snapshots while serving', () => {
+  /** Every record of a snapshot file: key → value (base64). */
+  const recordsOf = (file: Buffer): Map<string, string> => {
+    const out = new Map<string, string>();
+    const decoder = new SnapshotDecoder((src, ks, ke, vs, ve) => out.set(src.toString('utf8', ks, ke), src.toString('base64', vs, ve)));
+    decoder.push(file);
+    decoder.end();
+    return out;
+  };
+
+  it('is the keyspace of its start, while overwrites, deletes and new keys race it', async () => {
+    const path = freshPath();
+    const store = await startTestStore({ snapshotPath: path, snapshotIntervalS: 3600 });
+    const engine = store.service.engine;
+    const value = Buffer.alloc(100, 0x61);
+    for (let i = 0; i < 50_000; i++) engine.setBytes(`key-${i}`, value, 0, value.length);
+    const atStart = new Map(Array.from({ length: 50_000 }, (_, i) => [`key-${i}`, value.toString('base64')]));
+
+    const c = await store.client();
+    const racing = Array.from({ length: 3000 }, (_, i) =>
+      i % 3 === 0 ? `SET key-${i * 16} changed ${i}` : i % 3 === 1 ? `DELETE key-${i * 16}` : `SET new-${i} fresh`,
+    );
+    const saved = store.service.periodicSnapshots!.runNow();
+    c.socket.write(racing.join('\n') + '\n');
+    let repliesBeforeDone = -1;
+    void saved.then(() => (repliesBeforeDone = c.received.length));
+    expect(await c.lines(racing.length)).toEqual(Array(racing.length).fill('OK'));
+    await saved;
+    // The save yielded to the clients between its slices: commands ran while it was under way.
+    expect(repliesBeforeDone).toBeGreaterThan(0);
+    expect(store.logs.find((l) => l.msg === 'snapshot saved')).toMatchObject({ keys: 50_000 });
+    expect(recordsOf(readFileSync(path))).toEqual(atStart);
+    // With an interval the file is kept once loaded: a crash brings back the last one.
+    expect(existsSync(path)).toBe(true);
+    expect(await metric(store, 'kvstore_snapshot_interval_seconds')).toBe(3600);
+    expect(await metric(store, 'kvstore_snapshot_size_bytes')).toBe(readFileSync(path).length);
+  });
+
+  it('a store killed at any moment leaves a snapshot file that loads whole', async () => {
+    const path = freshPath();
+    const env = { STORE_PORT: '0', STORE_METRICS_PORT: '0', STORE_SNAPSHOT_PATH: path, STORE_SNAPSHOT_INTERVAL_S: '1' };
+    for (let round = 0; round < 3; round++) {
+      const store = await startServiceProcess(storeScript, env, 'kvstore ready');
+      const port = store.logs.find((l) => l.msg === 'kvstore ready')!.port as number;
+      const c = await LineClient.connect(port);
+      const lines = Array.from({ length: 20_000 }, (_, i) => `SET r${round}-${i} ${'v'.repeat(i % 300)}`);
+      c.socket.write(lines.join('\n') + '\n');
+      await c.lines(lines.length);
+      // The second save finished after the writes were answered began after them: it holds them.
+      const saves = () => store.logs.filter((l) => l.msg === 'snapshot saved').length;
+      const before = saves();
+      await waitUntil('two periodic snapshots', async () => (saves() >= before + 2 ? true : undefined), { deadlineMs: 20_000, everyMs: 50 });
+      // Then SIGKILL at a random moment of the next save or the wait for it.
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 1200)));
+      expect(await store.stop('SIGKILL')).toBe(null);
+      // Whatever the moment, the file is a whole snapshot holding every round so far.
+      const keys = recordsOf(readFileSync(path));
+      expect(keys.size).toBe((round + 1) * 20_000);
+    }
   });
 });
