@@ -12,12 +12,19 @@
 //                 within about as long as they took to load. Reports how long after the
 //                 last expiry USAGE (Redis: DBSIZE) reaches 0, and the worst PING while
 //                 the sweep works.
+//   --mode snapshot  periodic snapshots under load (kvstack: STORE_SNAPSHOT_INTERVAL_S=1;
+//                 Redis: `save 1 1`, a forked BGSAVE every second): loads the keys (default
+//                 1,000,000), then overwrites them all again while saves run; reports the
+//                 worst PING of that phase and how many saves completed in it.
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, connect, type Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -100,11 +107,11 @@ async function main(): Promise<void> {
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|both]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|both]');
     return;
   }
   const mode = opts.mode;
-  if (mode !== 'load' && mode !== 'storm') throw new Error('--mode must be load or storm');
+  if (mode !== 'load' && mode !== 'storm' && mode !== 'snapshot') throw new Error('--mode must be load, storm or snapshot');
   const count = (name: string, text: string): number => {
     const n = Number(text);
     if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${text}`);
@@ -123,7 +130,8 @@ async function main(): Promise<void> {
   for (const t of targets) {
     if (t !== 'kvstack' && t !== 'redis') throw new Error('--target must be kvstack, redis or both');
     if (t === 'redis' && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) throw new Error('redis-server is not on PATH');
-    const server = t === 'kvstack' ? await startStore() : await startRedis();
+    const snapshots = mode === 'snapshot';
+    const server = t === 'kvstack' ? await startStore(snapshots) : await startRedis(snapshots);
     try {
       const result = await measure(server, settings);
       console.log(JSON.stringify({ target: t, ...settings, ...result }));
@@ -139,14 +147,20 @@ interface Target {
   readonly port: number;
   /** Redis speaks inline commands with CRLF; its empty-check is DBSIZE. */
   readonly redis: boolean;
+  /** Snapshots completed so far (counted from the server's log). */
+  readonly saves: () => number;
 }
 
-function startStore(): Promise<Target> {
+function startStore(snapshots = false): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), 'growth-stall-'));
+  const env: Record<string, string> = snapshots ? { STORE_SNAPSHOT_PATH: join(dir, 'store.snapshot'), STORE_SNAPSHOT_INTERVAL_S: '1' } : {};
   const child = spawn(process.execPath, ['services/store/main.ts'], {
     cwd: root,
-    env: { ...process.env, STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(16 * 1024 ** 3), LOG_LEVEL: 'info' },
+    env: { ...process.env, STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(16 * 1024 ** 3), LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  let saves = 0;
   return new Promise((resolve, reject) => {
     let partial = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -154,22 +168,29 @@ function startStore(): Promise<Target> {
       for (let lf = partial.indexOf('\n'); lf !== -1; lf = partial.indexOf('\n')) {
         const line = partial.slice(0, lf);
         partial = partial.slice(lf + 1);
-        if (line.includes('"kvstore ready"')) resolve({ child, port: (JSON.parse(line) as { port: number }).port, redis: false });
+        if (line.includes('"snapshot saved"')) saves++;
+        if (line.includes('"kvstore ready"')) resolve({ child, port: (JSON.parse(line) as { port: number }).port, redis: false, saves: () => saves });
       }
     });
     child.once('exit', (code) => reject(new Error(`store exited (${code}) before it was ready`)));
   });
 }
 
-async function startRedis(): Promise<Target> {
+async function startRedis(snapshots = false): Promise<Target> {
   const probe = createServer().listen(0, '127.0.0.1');
   await once(probe, 'listening');
   const port = (probe.address() as { port: number }).port;
   probe.close();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = mkdtempSync(join(tmpdir(), 'growth-stall-redis-'));
+  const save = snapshots ? ['--save', '1 1', '--dir', dir] : ['--save', ''];
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...save, '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  let saves = 0;
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
-      if (c.toString().includes('Ready to accept connections')) resolve({ child, port, redis: true });
+      const text = c.toString();
+      saves += text.split('Background saving terminated with success').length - 1;
+      if (text.includes('Ready to accept connections')) resolve({ child, port, redis: true, saves: () => saves });
     });
     child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready`)));
   });
@@ -265,6 +286,14 @@ async function measure(target: Target, s: { mode: string; keys: number; valueByt
     check.destroy();
     result.atLastExpiry = countAtExpiry;
     result.emptySecondsAfterLastExpiry = +((emptyAt - lastExpiry) / 1000).toFixed(2);
+  } else if (s.mode === 'snapshot') {
+    // Every key overwritten again while the periodic snapshots run.
+    prober.postMessage({ phase: 'overwrite' });
+    const savesBefore = target.saves();
+    const t1 = nowMs();
+    await pipeline(target.port, s.keys, s.conns, s.batch, (i: number) => `SET ${key(i)} ${value}${eol}`);
+    result.overwriteSeconds = +((nowMs() - t1) / 1000).toFixed(2);
+    result.savesDuringOverwrite = target.saves() - savesBefore;
   } else {
     await new Promise((r) => setTimeout(r, 300));
   }
