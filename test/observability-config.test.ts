@@ -103,6 +103,7 @@ describe('alert rules', () => {
         'KvStoreMemoryHigh',
         'KvStoreRssAboveBound',
         'KvStoreHighEvictionRate',
+        'KvStoreExpiryBacklog',
         'KvStoreConnectionsHigh',
         'KvStoreRejectedConnections',
         'KvStoreLowHitRate',

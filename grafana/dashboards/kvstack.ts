@@ -137,6 +137,28 @@ export default dashboard({
         queries: [query(sel('kvstore_usage_bytes'), 'used {{instance}}'), query(sel('kvstore_max_memory_bytes'), 'cap {{instance}}')],
       }),
       timeseries({
+        title: 'Memory against its bounds',
+        description:
+          'The data\'s footprint (kvstore_memory_footprint_bytes: records, their rounding and the per-key arrays) against its limit, and the resident set against the bound containers are sized from, 1.5 × MAX_MEMORY_BYTES + 200 MiB (KvStoreRssAboveBound).',
+        unit: 'bytes',
+        width: 8,
+        min: 0,
+        queries: [
+          query(sel('kvstore_memory_footprint_bytes'), 'footprint {{instance}}'),
+          query(sel('kvstore_memory_footprint_limit_bytes'), 'footprint limit {{instance}}'),
+          query(sel('process_resident_memory_bytes', 'job=~"kvstore.*"'), 'resident {{instance}}'),
+          query(`1.5 * ${sel('kvstore_max_memory_bytes')} + 209715200`, 'resident bound {{instance}}'),
+        ],
+      }),
+      timeseries({
+        title: 'Expired keys waiting for the sweep',
+        description: 'Keys past their expiry not yet removed (kvstore_expiry_backlog_keys); KvStoreExpiryBacklog fires when it stays above 10,000 for 5 minutes.',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [query(sel('kvstore_expiry_backlog_keys'), '{{instance}}')],
+      }),
+      timeseries({
         title: 'Keys',
         description: 'Keys held (kvstore_keys).',
         unit: 'short',
