@@ -441,7 +441,6 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
       { weight: 1, arbitrary: fc.constant({ op: 'partialSweep' as const }) },
       { weight: 2, arbitrary: fc.constant({ op: 'rehash' as const }) },
-      { weight: 1, arbitrary: fc.constant({ op: 'reload' as const }) },
     );
     // A run loads up to 120 keys (growing the table), then mixes commands with deletes
     // and expiry weighing enough that the table shrinks back again.
