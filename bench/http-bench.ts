@@ -451,13 +451,14 @@ async function serve(mode: HttpBenchMode, port: number, storePort: number, repor
   const withLogs = mode === 'backend' || mode === 'backend-no-express' || mode === 'backend-no-metrics' || mode === 'naive';
   const logger = createLogger({ name: 'kvbackend', level: withLogs ? 'info' : 'silent' });
   const pool = new StorePool({ host: '127.0.0.1', port: storePort, size: config.storePoolSize, timeoutMs: config.storeTimeoutMs });
-  const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry(), poolStates: () => pool.stateCounts() }) : undefined;
-  if (metrics) pool.observer = metrics.observeCommand;
+  const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry() }) : undefined;
+  const observer = metrics?.observerFor(`127.0.0.1:${storePort}`);
+  pool.observer = observer;
 
   // The pattern the SPEC rules out: a new TCP connection to the store for every command.
   const perRequest = <T>(run: (c: InstanceType<typeof StoreConnection>) => Promise<T>): Promise<T> => {
     const c = new StoreConnection({ host: '127.0.0.1', port: storePort, timeoutMs: config.storeTimeoutMs, reconnect: false });
-    c.observer = metrics?.observeCommand;
+    c.observer = observer;
     return run(c).finally(() => c.destroy());
   };
   const store =

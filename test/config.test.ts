@@ -132,7 +132,7 @@ describe('settings that clash', () => {
 
 describe('loadBackendConfig', () => {
   it('has defaults for the shutdown delay and the body limits', () => {
-    expect(loadBackendConfig({})).toMatchObject({ shutdownDelayMs: 0, bodyTimeoutMs: 30000, bodyBufferBytes: 67108864, store: { host: '127.0.0.1', port: 8765 } });
+    expect(loadBackendConfig({})).toMatchObject({ shutdownDelayMs: 0, bodyTimeoutMs: 30000, bodyBufferBytes: 67108864, store: [{ name: '127.0.0.1:8765', host: '127.0.0.1', port: 8765 }] });
   });
 
   it.each([
@@ -141,7 +141,7 @@ describe('loadBackendConfig', () => {
     ['[::1]:8765', { host: '::1', port: 8765 }],
     ['[2001:db8::7]:65535', { host: '2001:db8::7', port: 65535 }],
   ])('KV_STORE=%s is read as %j', (raw, expected) => {
-    expect(loadBackendConfig({ KV_STORE: raw }).store).toEqual(expected);
+    expect(loadBackendConfig({ KV_STORE: raw }).store).toEqual([{ name: raw, address: raw, ...expected }]);
   });
 
   it.each([

@@ -2,5 +2,6 @@
 export { StoreConnection, type StoreConnectionOptions, type ConnectionState } from './store-connection.ts';
 export { StorePool, type StorePoolOptions } from './store-pool.ts';
 export { StoreCommands, type CommandObserver, type CommandResult, type Payload } from './store-commands.ts';
+export { ShardedStore, type ShardedStoreOptions, type Shard, type ShardAddress } from './sharded-store.ts';
 export { probeUsage, type ProbeTarget } from './probe-usage.ts';
 export * from './errors.ts';

@@ -20,6 +20,10 @@ export interface StoreConnectionOptions {
   readonly onSocket?: (socket: Socket) => void;
   /** Told each time the store refuses this connection at its MAX_CONNECTIONS. */
   readonly onRefused?: () => void;
+  /** Told of every change of `state` (a pool derives its shard's up and down from these). */
+  readonly onStateChange?: (state: ConnectionState) => void;
+  /** Told when a command times out on this connection (the store went silent). */
+  readonly onTimeout?: () => void;
 }
 
 export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'disconnected' | 'closed';
@@ -40,6 +44,11 @@ const MAX_BACKOFF_MS = 1000;
  * node-redis: `#unsent` (waiting for the socket to connect or drain) and `#awaiting`
  * (written, replies matched in order). While the store is unreachable, commands fail
  * at once instead of waiting on a dead socket; a reconnect runs in the background.
+ *
+ * After a time-out the store is silent, not gone: a paused process, or a link that drops
+ * packets, still lets a new socket connect. So the socket that replaces a timed-out one
+ * must answer a PING before it counts as connected, and until then commands fail at once
+ * (503) instead of each waiting for its own time-out (504).
  */
 export class StoreConnection extends StoreCommands {
   readonly host: string;
@@ -51,8 +60,14 @@ export class StoreConnection extends StoreCommands {
   readonly #maxReplyBytes: number;
   readonly #onSocket: ((socket: Socket) => void) | undefined;
   readonly #onRefused: (() => void) | undefined;
+  readonly #onStateChange: ((state: ConnectionState) => void) | undefined;
+  readonly #onTimeout: (() => void) | undefined;
 
   #state: ConnectionState = 'idle';
+  /** The last socket timed out: the next one must answer a PING before it carries commands. */
+  #silent = false;
+  /** The PING of a socket replacing a timed-out one is on its way (its reply is not a command's). */
+  #verifying = false;
   #socket: Socket | undefined;
   #unsent = new RequestQueue<Request>();
   #awaiting = new RequestQueue<Request>();
@@ -65,6 +80,8 @@ export class StoreConnection extends StoreCommands {
   #batch: Payload[] = [];
   #batchSocket: Socket | undefined;
   #closing: (() => void) | undefined;
+  /** Completes the connection once the verifying PING is answered. */
+  #onVerified: (() => void) | undefined;
 
   constructor(options: StoreConnectionOptions) {
     super();
@@ -77,6 +94,14 @@ export class StoreConnection extends StoreCommands {
     this.#maxReplyBytes = options.maxReplyBytes ?? 64 * 1024 * 1024;
     this.#onSocket = options.onSocket;
     this.#onRefused = options.onRefused;
+    this.#onStateChange = options.onStateChange;
+    this.#onTimeout = options.onTimeout;
+  }
+
+  #setState(state: ConnectionState): void {
+    if (this.#state === state) return;
+    this.#state = state;
+    this.#onStateChange?.(state);
   }
 
   get state(): ConnectionState {
@@ -102,6 +127,10 @@ export class StoreConnection extends StoreCommands {
       case 'disconnected':
         // Fail fast while the store is down; the background reconnect brings it back.
         return Promise.reject(new StoreUnavailableError(this.#unavailableMessage()));
+      case 'connecting':
+        // A silent store: fail fast until the new socket has answered its PING.
+        if (this.#silent) return Promise.reject(new StoreUnavailableError(this.#unavailableMessage()));
+        break;
       case 'idle':
         this.#open().catch(() => {}); // failures reach the queued request
         break;
@@ -124,7 +153,7 @@ export class StoreConnection extends StoreCommands {
   close(): Promise<void> {
     if (this.#state === 'closed' && !this.#socket) return Promise.resolve();
     const wasConnected = this.#state === 'connected';
-    this.#state = 'closed';
+    this.#setState('closed');
     clearTimeout(this.#reconnectTimer);
     if (!wasConnected || this.pending === 0) {
       this.#teardown(new StoreUnavailableError('connection closed'));
@@ -140,13 +169,13 @@ export class StoreConnection extends StoreCommands {
 
   /** Closes at once, rejecting everything pending. Idempotent. */
   destroy(): void {
-    this.#state = 'closed';
+    this.#setState('closed');
     clearTimeout(this.#reconnectTimer);
     this.#teardown(new StoreUnavailableError('connection destroyed'));
   }
 
   #open(): Promise<void> {
-    this.#state = 'connecting';
+    this.#setState('connecting');
     const socket = connect({ host: this.host, port: this.port, noDelay: true });
     this.#socket = socket;
     this.#onSocket?.(socket);
@@ -160,16 +189,31 @@ export class StoreConnection extends StoreCommands {
         socket.destroy(new StoreUnavailableError(`connect to ${this.host}:${this.port} timed out after ${this.#connectTimeoutMs} ms`));
       }, this.#connectTimeoutMs);
 
+      const connected = (): void => {
+        this.#verifying = false;
+        this.#silent = false;
+        this.#setState('connected');
+        this.#lastError = undefined;
+        this.#connecting = undefined;
+        this.#flush();
+        resolve();
+      };
       socket.once('connect', () => {
         clearTimeout(connectTimer);
         if (this.#socket !== socket) return;
         // The backoff is reset by the first reply, not here: a full store accepts and
         // then refuses, and a reset on connect would make the retries back-to-back.
-        this.#state = 'connected';
-        this.#lastError = undefined;
-        this.#connecting = undefined;
-        this.#flush();
-        resolve();
+        if (!this.#silent) return connected();
+        // Replacing a timed-out socket: connected only once the store answers again.
+        this.#verifying = true;
+        this.#onVerified = connected;
+        socket.write('PING\n');
+        const verifyTimer = setTimeout(() => {
+          if (this.#socket === socket && this.#verifying) {
+            socket.destroy(new StoreTimeoutError(`store ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`));
+          }
+        }, this.timeoutMs);
+        socket.once('close', () => clearTimeout(verifyTimer));
       });
       socket.on('data', (chunk: Buffer) => framer.push(chunk));
       socket.on('drain', () => this.#flush());
@@ -193,13 +237,17 @@ export class StoreConnection extends StoreCommands {
     this.#dropBatch();
     this.#connecting = undefined;
     this.#lastError = err;
+    // A time-out (of a command or of the verifying PING): the next socket must prove the store answers.
+    if (err instanceof StoreTimeoutError && this.#reconnect) this.#silent = true;
+    this.#verifying = false;
+    this.#onVerified = undefined;
     this.#rejectAll(err);
     if (this.#state === 'closed') return;
     if (!this.#reconnect) {
-      this.#state = 'idle';
+      this.#setState('idle');
       return;
     }
-    this.#state = 'disconnected';
+    this.#setState('disconnected');
     const delay = this.#backoffMs;
     this.#backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, this.#backoffMs * 2));
     this.#reconnectTimer = setTimeout(() => {
@@ -259,6 +307,14 @@ export class StoreConnection extends StoreCommands {
       return;
     }
     this.#backoffMs = 0;
+    if (this.#verifying) {
+      if (line !== 'PONG') {
+        this.#fail(this.#socket!, new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
+        return;
+      }
+      this.#onVerified?.();
+      return;
+    }
     const request = this.#awaiting.shift();
     if (!request) {
       this.#fail(this.#socket!, new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));
@@ -286,6 +342,7 @@ export class StoreConnection extends StoreCommands {
       this.#rejectAll(err);
       this.#backoffMs = 0;
       this.#fail(this.#socket!, err);
+      this.#onTimeout?.();
     }
     // Unsent commands (still connecting or waiting for drain) time out one by one.
     while (!this.#awaiting.peek() && this.#unsent.peek() && this.#unsent.peek()!.deadline <= now) {
