@@ -1,5 +1,5 @@
 // How store failures reach HTTP clients (SPEC §2): unreachable 503 (at once), silent
-// 504 (after STORE_TIMEOUT_MS), garbage 502, ERROR out of memory 507, other ERROR 502;
+// 504 (after STORE_TIMEOUT_MS, then 503 at once while it stays silent), garbage 502, ERROR out of memory 507, other ERROR 502;
 // the backend starts with the store down and recovers when it comes back.
 import { describe, expect, it } from 'vitest';
 import { backendHarness, send, type RawResponse } from './helpers/backend-harness.ts';
