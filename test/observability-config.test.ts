@@ -294,6 +294,67 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('deploy/compose.shards.yml: three store shards behind the backend', () => {
+  const text = readRepoFile('deploy/compose.shards.yml');
+  const services = composeServices(`${text}x-end: {}\n`); // services is its last section
+  const shardsProm = readRepoFile('deploy/prometheus.shards.yml');
+
+  it('adds two shards like the base store, lists all three in KV_STORE by name, and starts the backend once they are ready', () => {
+    expect([...services.keys()].sort()).toEqual(['backend', 'prometheus', 'store-1', 'store-2']);
+    for (const s of ['store-1', 'store-2']) expect(services.get(s)).toContain('extends: { file: docker-compose.yml, service: store }');
+    expect(services.get('backend')).toContain('KV_STORE: store-0=store:8765,store-1=store-1:8765,store-2=store-2:8765');
+    expect(services.get('backend')).toMatch(/depends_on:\n\s+store-1:\n\s+condition: service_healthy\n\s+store-2:\n\s+condition: service_healthy/);
+    expect(text).not.toMatch(/^\s+ports:/m); // the shards stay private, as the base store
+  });
+
+  it('points Prometheus at a config that scrapes every shard, labelled with its KV_STORE name, and loads the same rules', () => {
+    expect(services.get('prometheus')).toContain('--config.file=/etc/prometheus/prometheus.shards.yml');
+    expect(services.get('prometheus')).toContain('- ./deploy/prometheus.shards.yml:/etc/prometheus/prometheus.shards.yml:ro');
+    const names = /KV_STORE: (\S+)/.exec(services.get('backend')!)![1]!.split(',').map((e) => e.split('=') as [string, string]);
+    for (const [name, address] of names) {
+      const host = address.split(':')[0];
+      expect(shardsProm).toContain(`- targets: ["${host}:8766"]\n        labels: { shard: ${name} }`);
+    }
+    expect(shardsProm).toMatch(/^rule_files:\n\s+- alert-rules.yml/m);
+    // The rest as in prometheus.yml: the same backend job and Alertmanager.
+    expect(shardsProm).toContain('targets: ["backend:8081"]');
+    expect(shardsProm).toContain('targets: ["alertmanager:9093"]');
+  });
+
+  it.skipIf(!promtool && !promtoolRequired)('promtool accepts its Prometheus config with the rule file beside it, as mounted', () => {
+    needPromtool();
+    const dir = mkdtempSync(join(tmpdir(), 'kvstack-prom-shards-'));
+    try {
+      writeFileSync(join(dir, 'prometheus.yml'), shardsProm);
+      writeFileSync(join(dir, 'alert-rules.yml'), readRepoFile('alert-rules.yml'));
+      const r = runTool('promtool', ['check', 'config', join(dir, 'prometheus.yml')]);
+      expect(r.output).toContain('SUCCESS: 1 rule files found');
+      expect(r.status, r.output).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  const composeV2 = runTool('docker', ['compose', 'version']).status === 0;
+  if (!composeV2) console.warn("observability-config: `docker compose config` of deploy/compose.shards.yml SKIPPED — no compose v2 plugin for 'docker' here");
+  it.skipIf(!composeV2)('docker compose config accepts it over docker-compose.yml: seven services, three stores alike', () => {
+    const files = ['-f', 'docker-compose.yml', '-f', 'deploy/compose.shards.yml'];
+    const r = runTool('docker', ['compose', ...files, 'config', '-q']);
+    expect(r.status, r.output).toBe(0);
+    const listed = runTool('docker', ['compose', ...files, 'config', '--services']);
+    expect(listed.output.trim().split('\n').sort()).toEqual(['alertmanager', 'backend', 'grafana', 'prometheus', 'store', 'store-1', 'store-2']);
+    const json = JSON.parse(runTool('docker', ['compose', ...files, 'config', '--format', 'json']).output) as {
+      services: Record<string, { image: string; environment: Record<string, string>; command?: string[] }>;
+    };
+    for (const s of ['store-1', 'store-2']) {
+      expect(json.services[s]!.image).toBe(json.services.store!.image);
+      expect(json.services[s]!.environment).toEqual(json.services.store!.environment);
+    }
+    expect(json.services.backend!.environment.KV_STORE).toBe('store-0=store:8765,store-1=store-1:8765,store-2=store-2:8765');
+    expect(json.services.prometheus!.command).toContain('--config.file=/etc/prometheus/prometheus.shards.yml');
+  });
+});
+
 describe('deploy/Dockerfile', () => {
   const text = readRepoFile('deploy/Dockerfile');
   const stage = (name: string): string => new RegExp(`^FROM \\S+ AS ${name}\\n([\\s\\S]*?)(?=^FROM |$(?![\\s\\S]))`, 'm').exec(text)?.[1] ?? '';
