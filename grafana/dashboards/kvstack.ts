@@ -377,7 +377,7 @@ export default dashboard({
         unit: 'ops',
         width: 8,
         min: 0,
-        queries: [query(`sum by (shard, kind) (${rate('kvbackend_store_errors_total')}) > 0`, '{{shard}} {{kind}}')],
+        queries: [query(`sum by (shard, kind) (${rate('kvbackend_store_errors_total')})`, '{{shard}} {{kind}}')],
       }),
     ]),
 
