@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   StoreConnection,
   StorePool,
+  StoreArgumentError,
   StoreProtocolError,
   StoreReplyError,
   StoreTimeoutError,
@@ -91,16 +92,24 @@ describe('StoreConnection typed commands', () => {
     expect(store.receivedRaw).toEqual([Buffer.concat([Buffer.from('SET bin '), value])]);
   });
 
-  it('refuses keys and values that would smuggle a second command, sending nothing', async () => {
+  it('refuses keys and values that would smuggle a second command, sending nothing: a typed error with a code, through the promise', async () => {
     const store = await fake(() => 'OK');
     const conn = connection(store.port);
-    expect(() => conn.get('a\nDELETE b')).toThrow(RangeError);
-    expect(() => conn.get('a b')).toThrow(RangeError);
-    expect(() => conn.get('')).toThrow(RangeError);
-    expect(() => conn.get('x'.repeat(251))).toThrow(RangeError);
-    expect(() => conn.set('k', 'v\nDELETE b')).toThrow(RangeError);
-    expect(() => conn.set('k', 'ends with CR\r')).toThrow(RangeError);
-    expect(() => conn.set('k', 'v', 0)).toThrow(RangeError);
+    const refused = async (command: () => Promise<unknown>, code: string): Promise<void> => {
+      let promise: Promise<unknown> | undefined;
+      expect(() => (promise = command())).not.toThrow();
+      const err = await promise!.then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreArgumentError);
+      expect((err as StoreArgumentError).code).toBe(code);
+    };
+    await refused(() => conn.get('a\nDELETE b'), 'invalid_key');
+    await refused(() => conn.get('a b'), 'invalid_key');
+    await refused(() => conn.get(''), 'invalid_key');
+    await refused(() => conn.get('x'.repeat(251)), 'invalid_key');
+    await refused(() => conn.set('k', 'v\nDELETE b'), 'invalid_value');
+    await refused(() => conn.set('k', 'ends with CR\r'), 'invalid_value');
+    await refused(() => conn.set('k', 'v', 0), 'invalid_seconds');
+    await refused(() => conn.expire('k', 1.5), 'invalid_seconds');
     await conn.ping().catch(() => {}); // a real command, to prove the line count below
     expect(store.received).toEqual(['PING']);
   });

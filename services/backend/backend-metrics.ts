@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { errorKind, StoreError, StoreMaxConnectionsError, StoreReplyError } from '../client/errors.ts';
+import { errorKind, StoreArgumentError, StoreError, StoreMaxConnectionsError, StoreReplyError } from '../client/errors.ts';
 import type { CommandObserver, CommandResult } from '../client/store-commands.ts';
 import type { ConnectionState } from '../client/store-connection.ts';
 import type { BodyRefusal } from './backend-app.ts';
@@ -146,7 +146,7 @@ export function createBackendMetrics({ registry, ring, bodyBuffer }: BackendMetr
       // ERROR replies are the store answering, not a transport failure: counted by result only.
       // A refused connection is counted once as max_connections, not per command. An error that is
       // none of the store's (a bug, an argument the client refused) is not a store error at all.
-      if (error !== undefined && error instanceof StoreError && !(error instanceof StoreReplyError) && !(error instanceof StoreMaxConnectionsError)) {
+      if (error instanceof StoreError && !(error instanceof StoreReplyError) && !(error instanceof StoreMaxConnectionsError) && !(error instanceof StoreArgumentError)) {
         errors[errorKind(error)].n++;
       }
     };
