@@ -1,3 +1,4 @@
+import type { RingHolder } from '../ring/ring-holder.ts';
 import { RingMembership, type RingChange } from '../ring/ring-membership.ts';
 import type { ShardRing } from '../ring/shard-ring.ts';
 import { StoreTimeoutError, StoreUnavailableError } from './errors.ts';
@@ -50,6 +51,7 @@ export interface ShardedStoreOptions {
  */
 export class ShardedStore {
   readonly membership: RingMembership<Shard>;
+  readonly #holder: RingHolder<Shard>;
   readonly #options: ShardedStoreOptions;
   /** The pools by shard name: those configured, and those removed while their commands finish. */
   #byName = new Map<string, Shard>();
@@ -64,6 +66,7 @@ export class ShardedStore {
       retryMs: options.retryMs ?? 30_000,
       onChange: options.onRingChange,
     });
+    this.#holder = this.membership.holder;
   }
 
   /** The ring requests are routed on now. */
@@ -81,21 +84,22 @@ export class ShardedStore {
     return this.shards.flatMap((s) => s.pool.connections);
   }
 
-  /** The shard a key is routed to now. */
+  /** The shard a key is routed to now: one read of the ring in use, no hash for a ring of one. */
   shardFor(key: string): Shard {
-    return this.membership.ring.shardFor(key);
+    const ring = this.#holder.ring;
+    return ring.size === 1 ? ring.members[0]! : ring.shardFor(key);
   }
 
   get(key: string): Promise<Buffer | null> {
-    return this.membership.ring.shardFor(key).pool.get(key);
+    return this.shardFor(key).pool.get(key);
   }
 
   set(key: string, value: Buffer | string, ttlSeconds?: number): Promise<void> {
-    return this.membership.ring.shardFor(key).pool.set(key, value, ttlSeconds);
+    return this.shardFor(key).pool.set(key, value, ttlSeconds);
   }
 
   del(key: string): Promise<void> {
-    return this.membership.ring.shardFor(key).pool.del(key);
+    return this.shardFor(key).pool.del(key);
   }
 
   /** Opens every shard's pool; true if any connection came up. */
