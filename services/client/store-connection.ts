@@ -1,8 +1,11 @@
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
 import { MAX_CONNECTIONS_REFUSAL, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { RequestQueue } from './request-queue.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
+import { StoreSocket, type ConnectionState, type ReconnectStrategy } from './store-socket.ts';
+
+export type { ConnectionState } from './store-socket.ts';
 
 export interface StoreConnectionOptions {
   readonly host: string;
@@ -14,6 +17,8 @@ export interface StoreConnectionOptions {
   readonly maxPending?: number;
   /** Reconnect by itself after a failure (with backoff). */
   readonly reconnect?: boolean;
+  /** The delay before each reconnect attempt (default: at once, then 50 ms doubling to 1 s). */
+  readonly reconnectStrategy?: ReconnectStrategy;
   /** Longest reply line accepted (a GET of a 1 MiB value is ~1.4 MB of base64). */
   readonly maxReplyBytes?: number;
   /** Told of every socket this connection opens (the store's self-probe recognises its own connection by it). */
@@ -26,8 +31,6 @@ export interface StoreConnectionOptions {
   readonly onTimeout?: () => void;
 }
 
-export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'disconnected' | 'closed';
-
 interface Request {
   readonly payload: Payload;
   readonly deadline: number;
@@ -36,14 +39,17 @@ interface Request {
 }
 
 const NEWLINE = Buffer.from('\n');
-const MIN_BACKOFF_MS = 50;
-const MAX_BACKOFF_MS = 1000;
 
 /**
- * One persistent connection to the store with pipelining. Two queues, as in
- * node-redis: `#unsent` (waiting for the socket to connect or drain) and `#awaiting`
- * (written, replies matched in order). While the store is unreachable, commands fail
- * at once instead of waiting on a dead socket; a reconnect runs in the background.
+ * One persistent connection to the store with pipelining: the commands (StoreCommands)
+ * over a pipeline of requests (here) over a socket that keeps itself connected
+ * (StoreSocket: connect, keep-alive, reconnect strategy, state changes).
+ *
+ * The pipeline has two queues, as in node-redis's commands-queue: `#unsent` (waiting for
+ * the socket to connect or drain) and `#awaiting` (written, replies matched in order); a
+ * deadline on every request; and the commands of one event-loop turn sent in one write.
+ * While the store is unreachable, commands fail at once instead of waiting on a dead
+ * socket; the socket reconnects in the background.
  *
  * After a time-out the store is silent, not gone: a paused process, or a link that drops
  * packets, still lets a new socket connect. So the socket that replaces a timed-out one
@@ -54,58 +60,58 @@ export class StoreConnection extends StoreCommands {
   readonly host: string;
   readonly port: number;
   readonly timeoutMs: number;
-  readonly #connectTimeoutMs: number;
   readonly #maxPending: number;
-  readonly #reconnect: boolean;
   readonly #maxReplyBytes: number;
-  readonly #onSocket: ((socket: Socket) => void) | undefined;
   readonly #onRefused: (() => void) | undefined;
-  readonly #onStateChange: ((state: ConnectionState) => void) | undefined;
   readonly #onTimeout: (() => void) | undefined;
+  readonly #reconnect: boolean;
+  readonly #socket: StoreSocket;
 
-  #state: ConnectionState = 'idle';
   /** The last socket timed out: the next one must answer a PING before it carries commands. */
   #silent = false;
   /** The PING of a socket replacing a timed-out one is on its way (its reply is not a command's). */
   #verifying = false;
-  #socket: Socket | undefined;
+  #verifyTimer: NodeJS.Timeout | undefined;
+  #framer: LineFramer | undefined;
   #unsent = new RequestQueue<Request>();
   #awaiting = new RequestQueue<Request>();
   #deadlineTimer: NodeJS.Timeout | undefined;
-  #reconnectTimer: NodeJS.Timeout | undefined;
-  #backoffMs = 0;
-  #lastError: Error | undefined;
-  #connecting: Promise<void> | undefined;
   /** Lines written in this turn of the event loop, sent together by #sendBatch. */
   #batch: Payload[] = [];
   #batchSocket: Socket | undefined;
   #closing: (() => void) | undefined;
-  /** Completes the connection once the verifying PING is answered. */
-  #onVerified: (() => void) | undefined;
 
   constructor(options: StoreConnectionOptions) {
     super();
     this.host = options.host;
     this.port = options.port;
     this.timeoutMs = options.timeoutMs ?? 1000;
-    this.#connectTimeoutMs = options.connectTimeoutMs ?? this.timeoutMs;
     this.#maxPending = options.maxPending ?? 10_000;
-    this.#reconnect = options.reconnect ?? true;
     this.#maxReplyBytes = options.maxReplyBytes ?? 64 * 1024 * 1024;
-    this.#onSocket = options.onSocket;
     this.#onRefused = options.onRefused;
-    this.#onStateChange = options.onStateChange;
     this.#onTimeout = options.onTimeout;
-  }
-
-  #setState(state: ConnectionState): void {
-    if (this.#state === state) return;
-    this.#state = state;
-    this.#onStateChange?.(state);
+    this.#reconnect = options.reconnect ?? true;
+    this.#socket = new StoreSocket(
+      {
+        host: options.host,
+        port: options.port,
+        connectTimeoutMs: options.connectTimeoutMs ?? this.timeoutMs,
+        reconnect: this.#reconnect,
+        reconnectStrategy: options.reconnectStrategy,
+        onSocket: options.onSocket,
+        onStateChange: options.onStateChange,
+      },
+      {
+        opened: () => this.#onOpened(),
+        data: (chunk) => this.#framer?.push(chunk),
+        drain: () => this.#flush(),
+        gone: (err) => this.#onGone(err),
+      },
+    );
   }
 
   get state(): ConnectionState {
-    return this.#state;
+    return this.#socket.state;
   }
 
   /** Commands sent or queued and not yet answered. */
@@ -115,13 +121,14 @@ export class StoreConnection extends StoreCommands {
 
   /** Connects (if not already); rejects with StoreUnavailableError when the store cannot be reached. */
   connect(): Promise<void> {
-    if (this.#state === 'connected') return Promise.resolve();
-    if (this.#state === 'closed') return Promise.reject(new StoreUnavailableError('connection closed'));
-    return this.#connecting ?? this.#open();
+    const state = this.#socket.state;
+    if (state === 'connected') return Promise.resolve();
+    if (state === 'closed') return Promise.reject(new StoreUnavailableError('connection closed'));
+    return this.#socket.opening ?? this.#socket.open();
   }
 
   command(payload: Payload): Promise<string> {
-    switch (this.#state) {
+    switch (this.#socket.state) {
       case 'closed':
         return Promise.reject(new StoreUnavailableError('connection closed'));
       case 'disconnected':
@@ -132,7 +139,7 @@ export class StoreConnection extends StoreCommands {
         if (this.#silent) return Promise.reject(new StoreUnavailableError(this.#unavailableMessage()));
         break;
       case 'idle':
-        this.#open().catch(() => {}); // failures reach the queued request
+        this.#socket.open().catch(() => {}); // failures reach the queued request
         break;
     }
     if (this.pending >= this.#maxPending) {
@@ -140,7 +147,7 @@ export class StoreConnection extends StoreCommands {
     }
     return new Promise<string>((resolve, reject) => {
       const request: Request = { payload, deadline: performance.now() + this.timeoutMs, resolve, reject };
-      if (this.#state === 'connected' && this.#unsent.length === 0 && !this.#socket!.writableNeedDrain) {
+      if (this.#socket.state === 'connected' && this.#unsent.length === 0 && !this.#socket.writableNeedDrain) {
         this.#write(request);
       } else {
         this.#unsent.push(request);
@@ -151,10 +158,9 @@ export class StoreConnection extends StoreCommands {
 
   /** Stops reconnecting, lets pending commands finish, then closes the socket. */
   close(): Promise<void> {
-    if (this.#state === 'closed' && !this.#socket) return Promise.resolve();
-    const wasConnected = this.#state === 'connected';
-    this.#setState('closed');
-    clearTimeout(this.#reconnectTimer);
+    if (this.#socket.state === 'closed' && !this.#socket.socket) return Promise.resolve();
+    const wasConnected = this.#socket.state === 'connected';
+    this.#socket.markClosed();
     if (!wasConnected || this.pending === 0) {
       this.#teardown(new StoreUnavailableError('connection closed'));
       return Promise.resolve();
@@ -169,91 +175,8 @@ export class StoreConnection extends StoreCommands {
 
   /** Closes at once, rejecting everything pending. Idempotent. */
   destroy(): void {
-    this.#setState('closed');
-    clearTimeout(this.#reconnectTimer);
+    this.#socket.markClosed();
     this.#teardown(new StoreUnavailableError('connection destroyed'));
-  }
-
-  #open(): Promise<void> {
-    this.#setState('connecting');
-    const socket = connect({ host: this.host, port: this.port, noDelay: true });
-    this.#socket = socket;
-    this.#onSocket?.(socket);
-    const framer = new LineFramer(this.#maxReplyBytes, {
-      onLine: (buf, start, end) => this.#onReply(buf.toString('utf8', start, end)),
-      onOverflow: () => this.#fail(socket, new StoreProtocolError('reply line too long')),
-    });
-
-    this.#connecting = new Promise<void>((resolve, reject) => {
-      const connectTimer = setTimeout(() => {
-        socket.destroy(new StoreUnavailableError(`connect to ${this.host}:${this.port} timed out after ${this.#connectTimeoutMs} ms`));
-      }, this.#connectTimeoutMs);
-
-      const connected = (): void => {
-        this.#verifying = false;
-        this.#silent = false;
-        this.#setState('connected');
-        this.#lastError = undefined;
-        this.#connecting = undefined;
-        this.#flush();
-        resolve();
-      };
-      socket.once('connect', () => {
-        clearTimeout(connectTimer);
-        if (this.#socket !== socket) return;
-        // The backoff is reset by the first reply, not here: a full store accepts and
-        // then refuses, and a reset on connect would make the retries back-to-back.
-        if (!this.#silent) return connected();
-        // Replacing a timed-out socket: connected only once the store answers again.
-        this.#verifying = true;
-        this.#onVerified = connected;
-        socket.write('PING\n');
-        const verifyTimer = setTimeout(() => {
-          if (this.#socket === socket && this.#verifying) {
-            socket.destroy(new StoreTimeoutError(`store ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`));
-          }
-        }, this.timeoutMs);
-        socket.once('close', () => clearTimeout(verifyTimer));
-      });
-      socket.on('data', (chunk: Buffer) => framer.push(chunk));
-      socket.on('drain', () => this.#flush());
-      socket.on('error', (err) => {
-        this.#lastError = err instanceof StoreUnavailableError ? err : new StoreUnavailableError(`store ${this.host}:${this.port}: ${err.message}`);
-      });
-      socket.on('close', () => {
-        clearTimeout(connectTimer);
-        const err = this.#lastError ?? new StoreUnavailableError(`store ${this.host}:${this.port} closed the connection`);
-        reject(err);
-        this.#onSocketGone(socket, err);
-      });
-    });
-    return this.#connecting;
-  }
-
-  /** Runs once per socket, whether it closed by itself or we gave up on it. */
-  #onSocketGone(socket: Socket, err: Error): void {
-    if (this.#socket !== socket) return;
-    this.#socket = undefined;
-    this.#dropBatch();
-    this.#connecting = undefined;
-    this.#lastError = err;
-    // A time-out (of a command or of the verifying PING): the next socket must prove the store answers.
-    if (err instanceof StoreTimeoutError && this.#reconnect) this.#silent = true;
-    this.#verifying = false;
-    this.#onVerified = undefined;
-    this.#rejectAll(err);
-    if (this.#state === 'closed') return;
-    if (!this.#reconnect) {
-      this.#setState('idle');
-      return;
-    }
-    this.#setState('disconnected');
-    const delay = this.#backoffMs;
-    this.#backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(MIN_BACKOFF_MS, this.#backoffMs * 2));
-    this.#reconnectTimer = setTimeout(() => {
-      if (this.#state === 'disconnected') this.#open().catch(() => {});
-    }, delay);
-    this.#reconnectTimer.unref();
   }
 
   /**
@@ -264,12 +187,52 @@ export class StoreConnection extends StoreCommands {
     return this.#batchSocket !== undefined;
   }
 
+  /** The socket is open: it carries commands at once, or once the store answers a PING after a time-out. */
+  #onOpened(): void {
+    const socket = this.#socket.socket!;
+    this.#framer = new LineFramer(this.#maxReplyBytes, {
+      onLine: (buf, start, end) => this.#onReply(buf.toString('utf8', start, end)),
+      onOverflow: () => this.#socket.fail(new StoreProtocolError('reply line too long')),
+    });
+    // The backoff is reset by the first reply, not here: a full store accepts and then
+    // refuses, and a reset on connect would make the retries back-to-back.
+    if (!this.#silent) return this.#ready();
+    this.#verifying = true;
+    this.#socket.write('PING\n');
+    this.#verifyTimer = setTimeout(() => {
+      if (this.#socket.socket === socket && this.#verifying) {
+        this.#socket.fail(new StoreUnavailableError(`store ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`));
+      }
+    }, this.timeoutMs);
+  }
+
+  #ready(): void {
+    this.#verifying = false;
+    this.#silent = false;
+    clearTimeout(this.#verifyTimer);
+    this.#socket.ready();
+    this.#flush();
+  }
+
+  /** Runs once per socket, whether it closed by itself or we gave up on it. */
+  #onGone(err: Error): void {
+    this.#dropBatch();
+    this.#framer = undefined;
+    // A time-out of a command: the next socket must prove the store answers (a failed
+    // PING keeps it so, whatever its error). A connection that does not reconnect by
+    // itself opens its next socket for the next command, as the first one.
+    if (err instanceof StoreTimeoutError && this.#reconnect) this.#silent = true;
+    this.#verifying = false;
+    clearTimeout(this.#verifyTimer);
+    this.#rejectAll(err);
+  }
+
   #write(request: Request): void {
     if (this.#batchSocket === undefined) {
       // Every command issued in this turn of the event loop (all the HTTP requests
       // parsed from one poll of the sockets, not only one tick) goes out in one write:
       // one syscall here and one read on the store instead of one per command.
-      this.#batchSocket = this.#socket!;
+      this.#batchSocket = this.#socket.socket!;
       setImmediate(this.#sendBatch);
     }
     this.#batch.push(request.payload);
@@ -282,7 +245,7 @@ export class StoreConnection extends StoreCommands {
     this.#batchSocket = undefined;
     this.#batch = [];
     // The socket died (or was replaced) meanwhile: its commands were rejected with it.
-    if (!socket || socket !== this.#socket || socket.destroyed) return;
+    if (!socket || socket !== this.#socket.socket || socket.destroyed) return;
     if (batch.every((p) => typeof p === 'string')) {
       socket.write(batch.length === 1 ? batch[0] + '\n' : batch.join('\n') + '\n');
       return;
@@ -293,31 +256,27 @@ export class StoreConnection extends StoreCommands {
   };
 
   #flush(): void {
-    const socket = this.#socket;
-    if (this.#state !== 'connected' && this.#state !== 'closed') return;
-    if (!socket) return;
-    while (this.#unsent.length > 0 && !socket.writableNeedDrain) this.#write(this.#unsent.shift()!);
+    const state = this.#socket.state;
+    if (state !== 'connected' && state !== 'closed') return;
+    if (!this.#socket.socket) return;
+    while (this.#unsent.length > 0 && !this.#socket.writableNeedDrain) this.#write(this.#unsent.shift()!);
   }
 
   #onReply(line: string): void {
     if (line === MAX_CONNECTIONS_REFUSAL) {
       // Sent on accept, before any command is read: it answers none of the pending ones.
       this.#onRefused?.();
-      this.#fail(this.#socket!, new StoreMaxConnectionsError(`store ${this.host}:${this.port} refused the connection: max connections reached`));
+      this.#socket.fail(new StoreMaxConnectionsError(`store ${this.host}:${this.port} refused the connection: max connections reached`));
       return;
     }
-    this.#backoffMs = 0;
+    this.#socket.resetBackoff();
     if (this.#verifying) {
-      if (line !== 'PONG') {
-        this.#fail(this.#socket!, new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
-        return;
-      }
-      this.#onVerified?.();
-      return;
+      if (line !== 'PONG') return this.#socket.fail(new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
+      return this.#ready();
     }
     const request = this.#awaiting.shift();
     if (!request) {
-      this.#fail(this.#socket!, new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));
+      this.#socket.fail(new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));
       return;
     }
     request.resolve(line);
@@ -337,11 +296,12 @@ export class StoreConnection extends StoreCommands {
     const head = this.#awaiting.peek();
     if (head && head.deadline <= now) {
       // The store stopped answering on this socket. Replies carry no ids, so the
-      // stream cannot be resynchronised: fail everything and start a new connection.
+      // stream cannot be resynchronised: fail everything and start a new connection
+      // at once (which must then answer a PING first).
       const err = new StoreTimeoutError(`store ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`);
       this.#rejectAll(err);
-      this.#backoffMs = 0;
-      this.#fail(this.#socket!, err);
+      this.#socket.resetBackoff();
+      this.#socket.fail(err);
       this.#onTimeout?.();
     }
     // Unsent commands (still connecting or waiting for drain) time out one by one.
@@ -350,11 +310,6 @@ export class StoreConnection extends StoreCommands {
     }
     this.#armDeadline();
     if (this.#closing && this.pending === 0) this.#closing();
-  }
-
-  #fail(socket: Socket, err: Error): void {
-    socket.destroy();
-    this.#onSocketGone(socket, err);
   }
 
   #rejectAll(err: Error): void {
@@ -367,11 +322,9 @@ export class StoreConnection extends StoreCommands {
   #teardown(err: Error): void {
     this.#closing = undefined;
     this.#rejectAll(err);
-    const socket = this.#socket;
-    this.#socket = undefined;
-    this.#connecting = undefined;
     this.#dropBatch();
-    socket?.destroy();
+    clearTimeout(this.#verifyTimer);
+    this.#socket.destroy();
   }
 
   /** Forgets unsent lines of a socket that is gone (their commands are rejected with it). */
@@ -381,6 +334,6 @@ export class StoreConnection extends StoreCommands {
   }
 
   #unavailableMessage(): string {
-    return this.#lastError?.message ?? `store ${this.host}:${this.port} is unavailable`;
+    return this.#socket.lastError?.message ?? `store ${this.host}:${this.port} is unavailable`;
   }
 }
