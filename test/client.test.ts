@@ -267,6 +267,29 @@ describe('StorePool', () => {
     expect(pool.stateCounts().connected).toBe(3);
   });
 
+  it('after a time-out fails fast (StoreUnavailableError, not another time-out) until the store answers a PING again', async () => {
+    let silent = false;
+    const store = await fake(() => (silent ? { silent: true } : 'PONG'));
+    const changes: boolean[] = [];
+    const pool = new StorePool({ host: '127.0.0.1', port: store.port, size: 2, timeoutMs: 100, onUpChange: (up) => changes.push(up) });
+    cleanups.push(() => pool.destroy());
+    expect(await pool.connect()).toBe(true);
+    expect(pool.up).toBe(true);
+    silent = true;
+    await expect(pool.ping()).rejects.toBeInstanceOf(StoreTimeoutError);
+    expect(pool.silent).toBe(true);
+    expect(pool.up).toBe(false);
+    // Every command now fails at once: none is sent to the silent store.
+    const sent = store.received.length;
+    const fast = await Promise.allSettled([pool.ping(), pool.ping(), pool.get('k')]);
+    for (const r of fast) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    expect(store.received.length - sent).toBeLessThanOrEqual(1); // at most the reconnected socket's PING
+    silent = false;
+    await waitUntil('the store answered a PING again', async () => (pool.up ? true : undefined), { everyMs: 10 });
+    await expect(pool.ping()).resolves.toBeUndefined();
+    expect(changes).toEqual([true, false, true]); // up and down once each, not per command
+  });
+
   it('sends one turn of commands on one connection, and each turn on the next one', async () => {
     const { port, chunks } = await chunkRecorder();
     const pool = new StorePool({ host: '127.0.0.1', port, size: 3 });

@@ -215,7 +215,7 @@ describe('Grafana dashboards', () => {
   it('has the panels the issue asks for', () => {
     const titles = dashboards.flatMap((d) => panels(d).map((p) => p.title));
     const exprs = dashboards.flatMap((d) => panels(d).flatMap((p) => p.targets!.map((t) => t.expr))).join('\n');
-    for (const t of ['Commands/s by command and result', 'Hit ratio', 'Command latency p50 / p99', 'HTTP latency p50 / p99', 'Usage against the cap', 'Keys', 'Evictions and expirations', 'Connections of the limit', 'HTTP requests/s by status', '5xx ratio', 'Store reachable from the backend', 'CPU', 'Memory', 'Event-loop lag p50 / p99']) {
+    for (const t of ['Commands/s by command and result', 'Hit ratio', 'Command latency p50 / p99', 'HTTP latency p50 / p99', 'Usage against the cap', 'Keys', 'Evictions and expirations', 'Connections of the limit', 'HTTP requests/s by status', '5xx ratio', 'Store reachable from the backend', 'CPU', 'Memory', 'Event-loop lag p50 / p99', 'Shard up', 'Shards by state and ring changes', 'Shard usage against the cap', 'Store commands/s by shard', 'Key spread']) {
       expect(titles).toContain(t);
     }
     for (const m of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds', 'kvstore_max_connections', 'kvstore_max_memory_bytes']) {

@@ -64,13 +64,15 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
   const bodyBuffer = new BodyBudget(config.bodyBufferBytes);
-  const shardState = (name: string): ShardState => (pool.membership.isEjected(name) ? 'ejected' : pool.membership.members.find((s) => s.name === name)?.pool.up ? 'up' : 'down');
   const metrics = createBackendMetrics({
     registry,
     bodyBuffer,
     ring: {
       *shards() {
-        for (const s of pool.shards) yield { name: s.name, connections: s.pool.stateCounts(), state: shardState(s.name) };
+        for (const s of pool.shards) {
+          const state: ShardState = pool.membership.isEjected(s.name) ? 'ejected' : s.pool.up ? 'up' : 'down';
+          yield { name: s.name, connections: s.pool.stateCounts(), state };
+        }
       },
       ringChanges: () => pool.membership.holder.swaps,
     },

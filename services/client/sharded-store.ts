@@ -1,6 +1,6 @@
 import type { RingHolder } from '../ring/ring-holder.ts';
 import { RingMembership, type RingChange } from '../ring/ring-membership.ts';
-import type { ShardRing } from '../ring/shard-ring.ts';
+import { ShardRing } from '../ring/shard-ring.ts';
 import { StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import type { CommandObserver } from './store-commands.ts';
 import type { ConnectionState } from './store-connection.ts';
@@ -125,6 +125,7 @@ export class ShardedStore {
    * joined or left move.
    */
   setMembers(addresses: readonly ShardAddress[]): void {
+    new ShardRing(addresses); // refuses duplicate or clashing names before any pool is made
     const next: Shard[] = [];
     const removed: Shard[] = [];
     const names = new Set(addresses.map((a) => a.name));

@@ -96,9 +96,18 @@ export class StorePool extends StoreCommands {
    * follows a store that comes back. Not told to the observer: a probe is not traffic.
    */
   async probeUsage(): Promise<number> {
-    if (this.#silent) throw this.#silentError();
     const connected = this.connections.find((c) => c.state === 'connected');
-    if (connected) return connected.usage();
+    if (connected) {
+      // Also the way out of silence when the member that timed out cannot reconnect (a
+      // full store refusing it): a connected member that answers proves the store answers.
+      const usage = await connected.usage();
+      if (this.#silent) {
+        this.#silent = false;
+        this.#updateUp();
+      }
+      return usage;
+    }
+    if (this.#silent) throw this.#silentError();
     let first: StoreConnection;
     try {
       first = await Promise.any(this.connections.map(async (c) => (await c.connect(), c)));
