@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
+import { CommandPipeline } from './command-pipeline.ts';
 import { MAX_CONNECTIONS_REFUSAL, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
-import { RequestQueue } from './request-queue.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
 import { StoreSocket, type ConnectionState, type ReconnectStrategy } from './store-socket.ts';
 
@@ -31,23 +31,13 @@ export interface StoreConnectionOptions {
   readonly onTimeout?: () => void;
 }
 
-interface Request {
-  readonly payload: Payload;
-  readonly deadline: number;
-  readonly resolve: (reply: string) => void;
-  readonly reject: (err: Error) => void;
-}
-
-const NEWLINE = Buffer.from('\n');
-
 /**
- * One persistent connection to the store with pipelining: the commands (StoreCommands)
- * over a pipeline of requests (here) over a socket that keeps itself connected
- * (StoreSocket: connect, keep-alive, reconnect strategy, state changes).
+ * One persistent connection to the store with pipelining, in three layers: the typed
+ * commands (StoreCommands), the pipeline of requests (CommandPipeline: queues, deadlines,
+ * per-turn batching), and a socket that keeps itself connected (StoreSocket: connect,
+ * keep-alive, reconnect strategy, state changes). This class wires them: which state
+ * accepts a command, what a reply or a lost socket means.
  *
- * The pipeline has two queues, as in node-redis's commands-queue: `#unsent` (waiting for
- * the socket to connect or drain) and `#awaiting` (written, replies matched in order); a
- * deadline on every request; and the commands of one event-loop turn sent in one write.
  * While the store is unreachable, commands fail at once instead of waiting on a dead
  * socket; the socket reconnects in the background.
  *
@@ -60,7 +50,6 @@ export class StoreConnection extends StoreCommands {
   readonly host: string;
   readonly port: number;
   readonly timeoutMs: number;
-  readonly #maxPending: number;
   readonly #maxReplyBytes: number;
   readonly #onRefused: (() => void) | undefined;
   readonly #onTimeout: (() => void) | undefined;
@@ -73,12 +62,7 @@ export class StoreConnection extends StoreCommands {
   #verifying = false;
   #verifyTimer: NodeJS.Timeout | undefined;
   #framer: LineFramer | undefined;
-  #unsent = new RequestQueue<Request>();
-  #awaiting = new RequestQueue<Request>();
-  #deadlineTimer: NodeJS.Timeout | undefined;
-  /** Lines written in this turn of the event loop, sent together by #sendBatch. */
-  #batch: Payload[] = [];
-  #batchSocket: Socket | undefined;
+  readonly #pipeline: CommandPipeline;
   #closing: (() => void) | undefined;
 
   constructor(options: StoreConnectionOptions) {
@@ -86,7 +70,6 @@ export class StoreConnection extends StoreCommands {
     this.host = options.host;
     this.port = options.port;
     this.timeoutMs = options.timeoutMs ?? 1000;
-    this.#maxPending = options.maxPending ?? 10_000;
     this.#maxReplyBytes = options.maxReplyBytes ?? 64 * 1024 * 1024;
     this.#onRefused = options.onRefused;
     this.#onTimeout = options.onTimeout;
@@ -104,8 +87,29 @@ export class StoreConnection extends StoreCommands {
       {
         opened: () => this.#onOpened(),
         data: (chunk) => this.#framer?.push(chunk),
-        drain: () => this.#flush(),
+        drain: () => this.#pipeline.flush(),
         gone: (err) => this.#onGone(err),
+      },
+    );
+    const socket = this.#socket;
+    this.#pipeline = new CommandPipeline(
+      {
+        timeoutMs: this.timeoutMs,
+        maxPending: options.maxPending ?? 10_000,
+        target: `${options.host}:${options.port}`,
+        onTimeout: (err) => {
+          // A new socket at once (which must then answer a PING first).
+          socket.resetBackoff();
+          socket.fail(err);
+          this.#onTimeout?.();
+        },
+        onIdle: () => this.#closing?.(),
+      },
+      {
+        // Commands go out on a ready socket (and, while closing, on the one still open).
+        get commandSocket() {
+          return socket.state === 'connected' || socket.state === 'closed' ? socket.socket : undefined;
+        },
       },
     );
   }
@@ -116,7 +120,7 @@ export class StoreConnection extends StoreCommands {
 
   /** Commands sent or queued and not yet answered. */
   get pending(): number {
-    return this.#unsent.length + this.#awaiting.length;
+    return this.#pipeline.pending;
   }
 
   /** Connects (if not already); rejects with StoreUnavailableError when the store cannot be reached. */
@@ -142,18 +146,7 @@ export class StoreConnection extends StoreCommands {
         this.#socket.open().catch(() => {}); // failures reach the queued request
         break;
     }
-    if (this.pending >= this.#maxPending) {
-      return Promise.reject(new StoreUnavailableError(`too many pending store commands (${this.#maxPending})`));
-    }
-    return new Promise<string>((resolve, reject) => {
-      const request: Request = { payload, deadline: performance.now() + this.timeoutMs, resolve, reject };
-      if (this.#socket.state === 'connected' && this.#unsent.length === 0 && !this.#socket.writableNeedDrain) {
-        this.#write(request);
-      } else {
-        this.#unsent.push(request);
-      }
-      this.#armDeadline();
-    });
+    return this.#pipeline.send(payload);
   }
 
   /** Stops reconnecting, lets pending commands finish, then closes the socket. */
@@ -184,7 +177,7 @@ export class StoreConnection extends StoreCommands {
    * sends the rest of the turn's commands here too, so they share one write.
    */
   get batching(): boolean {
-    return this.#batchSocket !== undefined;
+    return this.#pipeline.batching;
   }
 
   /** The socket is open: it carries commands at once, or once the store answers a PING after a time-out. */
@@ -211,12 +204,12 @@ export class StoreConnection extends StoreCommands {
     this.#silent = false;
     clearTimeout(this.#verifyTimer);
     this.#socket.ready();
-    this.#flush();
+    this.#pipeline.flush();
   }
 
   /** Runs once per socket, whether it closed by itself or we gave up on it. */
   #onGone(err: Error): void {
-    this.#dropBatch();
+    this.#pipeline.dropBatch();
     this.#framer = undefined;
     // A time-out of a command: the next socket must prove the store answers (a failed
     // PING keeps it so, whatever its error). A connection that does not reconnect by
@@ -224,42 +217,7 @@ export class StoreConnection extends StoreCommands {
     if (err instanceof StoreTimeoutError && this.#reconnect) this.#silent = true;
     this.#verifying = false;
     clearTimeout(this.#verifyTimer);
-    this.#rejectAll(err);
-  }
-
-  #write(request: Request): void {
-    if (this.#batchSocket === undefined) {
-      // Every command issued in this turn of the event loop (all the HTTP requests
-      // parsed from one poll of the sockets, not only one tick) goes out in one write:
-      // one syscall here and one read on the store instead of one per command.
-      this.#batchSocket = this.#socket.socket!;
-      setImmediate(this.#sendBatch);
-    }
-    this.#batch.push(request.payload);
-    this.#awaiting.push(request);
-  }
-
-  readonly #sendBatch = (): void => {
-    const socket = this.#batchSocket;
-    const batch = this.#batch;
-    this.#batchSocket = undefined;
-    this.#batch = [];
-    // The socket died (or was replaced) meanwhile: its commands were rejected with it.
-    if (!socket || socket !== this.#socket.socket || socket.destroyed) return;
-    if (batch.every((p) => typeof p === 'string')) {
-      socket.write(batch.length === 1 ? batch[0] + '\n' : batch.join('\n') + '\n');
-      return;
-    }
-    const parts: Buffer[] = [];
-    for (const p of batch) parts.push(typeof p === 'string' ? Buffer.from(p, 'utf8') : p, NEWLINE);
-    socket.write(Buffer.concat(parts));
-  };
-
-  #flush(): void {
-    const state = this.#socket.state;
-    if (state !== 'connected' && state !== 'closed') return;
-    if (!this.#socket.socket) return;
-    while (this.#unsent.length > 0 && !this.#socket.writableNeedDrain) this.#write(this.#unsent.shift()!);
+    this.#pipeline.rejectAll(err);
   }
 
   #onReply(line: string): void {
@@ -274,63 +232,15 @@ export class StoreConnection extends StoreCommands {
       if (line !== 'PONG') return this.#socket.fail(new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
       return this.#ready();
     }
-    const request = this.#awaiting.shift();
-    if (!request) {
-      this.#socket.fail(new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));
-      return;
-    }
-    request.resolve(line);
-    if (this.#closing && this.pending === 0) this.#closing();
-  }
-
-  #armDeadline(): void {
-    if (this.#deadlineTimer) return;
-    const oldest = this.#awaiting.peek() ?? this.#unsent.peek();
-    if (!oldest) return;
-    this.#deadlineTimer = setTimeout(() => this.#checkDeadlines(), Math.max(0, oldest.deadline - performance.now()) + 1);
-  }
-
-  #checkDeadlines(): void {
-    this.#deadlineTimer = undefined;
-    const now = performance.now();
-    const head = this.#awaiting.peek();
-    if (head && head.deadline <= now) {
-      // The store stopped answering on this socket. Replies carry no ids, so the
-      // stream cannot be resynchronised: fail everything and start a new connection
-      // at once (which must then answer a PING first).
-      const err = new StoreTimeoutError(`store ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`);
-      this.#rejectAll(err);
-      this.#socket.resetBackoff();
-      this.#socket.fail(err);
-      this.#onTimeout?.();
-    }
-    // Unsent commands (still connecting or waiting for drain) time out one by one.
-    while (!this.#awaiting.peek() && this.#unsent.peek() && this.#unsent.peek()!.deadline <= now) {
-      this.#unsent.shift()!.reject(new StoreTimeoutError(`store ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`));
-    }
-    this.#armDeadline();
-    if (this.#closing && this.pending === 0) this.#closing();
-  }
-
-  #rejectAll(err: Error): void {
-    for (const r of this.#awaiting.drain()) r.reject(err);
-    for (const r of this.#unsent.drain()) r.reject(err);
-    clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = undefined;
+    if (!this.#pipeline.reply(line)) this.#socket.fail(new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));
   }
 
   #teardown(err: Error): void {
     this.#closing = undefined;
-    this.#rejectAll(err);
-    this.#dropBatch();
+    this.#pipeline.rejectAll(err);
+    this.#pipeline.dropBatch();
     clearTimeout(this.#verifyTimer);
     this.#socket.destroy();
-  }
-
-  /** Forgets unsent lines of a socket that is gone (their commands are rejected with it). */
-  #dropBatch(): void {
-    this.#batch = [];
-    this.#batchSocket = undefined;
   }
 
   #unavailableMessage(): string {
