@@ -63,10 +63,10 @@ const SHUTDOWN_GRACE_MS = 4000;
 export async function startBackendService(config: BackendConfig, deps: BackendDeps): Promise<BackendService> {
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
-  const bodyBuffer = new BodyBudget(config.bodyBufferBytes);
+  const bodyBudget = new BodyBudget(config.bodyBufferBytes);
   const metrics = createBackendMetrics({
     registry,
-    bodyBuffer,
+    bodyBuffer: bodyBudget,
     ring: {
       *shards() {
         for (const s of pool.shards) {
@@ -106,7 +106,6 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       else logger.info({ shard: change.member.name, members }, 'store shard readmitted');
     },
   });
-  const bodyBudget = bodyBuffer;
   const shardHealth = createShardHealth(pool, PROBE_TIMEOUT_MS);
 
   // draining: shutdown has begun (readiness fails, responses close their connections);
