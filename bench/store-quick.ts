@@ -94,6 +94,8 @@ class BareMapEngine {
   expired = 0;
   hits = 0;
   misses = 0;
+  expiryBacklog = 0;
+  expiryDue = false;
   set(key: string, v: string): 'ok' {
     this.map.set(key, v);
     return 'ok';
@@ -115,6 +117,9 @@ class BareMapEngine {
   }
   sweepExpired(): number {
     return 0;
+  }
+  rehashFor(): boolean {
+    return false;
   }
 }
 

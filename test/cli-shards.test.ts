@@ -147,7 +147,7 @@ describe('kv over three shards', () => {
   it('refuses a bad list entry, naming the variable and the entry; --store overrides KV_STORE', async () => {
     const bad = await kv(['get', 'k'], { env: { KV_STORE: `${list},s3=nocolon` } });
     expect(bad.code).toBe(2);
-    expect(bad.err).toBe('kv: KV_STORE entry 4 of 4 ("s3=nocolon") is invalid: expected host:port\n');
+    expect(bad.err).toBe('kv: KV_STORE entry 4 of 4 ("s3=nocolon") is invalid: expected host:port, with an IPv6 address in brackets as in [::1]:8765\n');
     const flag = await kv(['--store', `only=127.0.0.1:${stores[1]!.port}`, 'usage'], { env: { KV_STORE: 'nowhere' } });
     expect(flag).toMatchObject({ code: 0, out: `${await direct[1]!.usage()}\n` }); // one store: the plain output
     expect((await kv(['--store', list, '--host', 'x', 'ping'])).err).toMatch(/--store .* cannot be combined with --host/);

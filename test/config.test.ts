@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +19,9 @@ describe('loadStoreConfig', () => {
       evictionPolicy: 'lru',
       maxConnections: 10000,
       idleTimeoutMs: 300000,
+      snapshotPath: '',
+      snapshotIntervalS: 0,
+      snapshotRequired: false,
       logLevel: 'info',
       maxValueBytes: 1048576,
     });
@@ -34,6 +39,9 @@ describe('loadStoreConfig', () => {
       IDLE_TIMEOUT_MS: '0',
       LOG_LEVEL: 'debug',
       MAX_VALUE_BYTES: ' 64 ',
+      STORE_SNAPSHOT_PATH: join(tmpdir(), 'kvstack.snapshot'),
+      STORE_SNAPSHOT_INTERVAL_S: '60',
+      STORE_SNAPSHOT_REQUIRED: 'TRUE',
     });
     expect(config).toEqual({
       host: '0.0.0.0',
@@ -43,10 +51,21 @@ describe('loadStoreConfig', () => {
       evictionPolicy: 'noeviction',
       maxConnections: 5,
       idleTimeoutMs: 0,
+      snapshotPath: join(tmpdir(), 'kvstack.snapshot'),
+      snapshotIntervalS: 60,
+      snapshotRequired: true,
       logLevel: 'debug',
       maxValueBytes: 64,
     });
     expect(loadStoreConfig({ STORE_PORT: '' }).port).toBe(8765);
+  });
+
+  it('refuses snapshot settings that cannot work, naming the variable', () => {
+    expect(() => loadStoreConfig({ STORE_SNAPSHOT_PATH: join(tmpdir(), 'no-such-dir', 'snap') })).toThrow(/^STORE_SNAPSHOT_PATH=".*no-such-dir.*" is invalid: expected a file in an existing directory/);
+    expect(() => loadStoreConfig({ STORE_SNAPSHOT_PATH: tmpdir() })).toThrow(/^STORE_SNAPSHOT_PATH=.* is invalid: expected a file path, not a directory/);
+    expect(() => loadStoreConfig({ STORE_SNAPSHOT_INTERVAL_S: '60' })).toThrow(/^STORE_SNAPSHOT_INTERVAL_S=60 is invalid: it needs STORE_SNAPSHOT_PATH/);
+    expect(() => loadStoreConfig({ STORE_SNAPSHOT_INTERVAL_S: '-1' })).toThrow(/^STORE_SNAPSHOT_INTERVAL_S="-1" is invalid/);
+    expect(() => loadStoreConfig({ STORE_SNAPSHOT_REQUIRED: 'yes' })).toThrow(/^STORE_SNAPSHOT_REQUIRED="yes" is invalid: expected true or false/);
   });
 
   it('is frozen', () => {

@@ -1,6 +1,9 @@
 // The end-to-end checks without a container engine: store and backend as real local
 // processes, a real Prometheus scraping their admin ports with the repo's alert rules.
 // test/e2e-compose.test.ts runs the same checks against the container images.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
@@ -20,9 +23,11 @@ describe.skipIf(!available && !required)('end to end with local processes and a 
   let backend: ServiceProcess | undefined;
   let prom: PrometheusProcess | undefined;
   const ports = { store: 0, storeAdmin: 0, http: 0, backendAdmin: 0 };
+  const dataDir = mkdtempSync(join(tmpdir(), 'kvstack-e2e-'));
 
   const startStore = async () => {
-    store = await startServiceProcess(storeScript, { STORE_PORT: String(ports.store), STORE_METRICS_PORT: String(ports.storeAdmin) }, 'kvstore ready');
+    const env = { STORE_PORT: String(ports.store), STORE_METRICS_PORT: String(ports.storeAdmin), STORE_SNAPSHOT_PATH: join(dataDir, 'store.snapshot') };
+    store = await startServiceProcess(storeScript, env, 'kvstore ready');
   };
   const startBackend = async () => {
     const env = { HOST: '127.0.0.1', PORT: String(ports.http), BACKEND_METRICS_PORT: String(ports.backendAdmin), KV_STORE: `127.0.0.1:${ports.store}` };
@@ -51,6 +56,7 @@ describe.skipIf(!available && !required)('end to end with local processes and a 
     await prom?.stop();
     await backend?.stop();
     await store?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
   const stack: Stack = {

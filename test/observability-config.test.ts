@@ -101,10 +101,13 @@ describe('alert rules', () => {
       new Set([
         'KvStoreDown',
         'KvStoreMemoryHigh',
+        'KvStoreRssAboveBound',
         'KvStoreHighEvictionRate',
         'KvStoreConnectionsHigh',
         'KvStoreRejectedConnections',
         'KvStoreLowHitRate',
+        'KvStoreSnapshotFailing',
+        'KvStoreSnapshotStale',
         'KvBackendDown',
         'KvBackendStoreUnreachable',
         'KvBackendStoreShardDown',
@@ -344,12 +347,16 @@ describe('deploy/compose.shards.yml: three store shards behind the backend', () 
     const listed = runTool('docker', ['compose', ...files, 'config', '--services']);
     expect(listed.output.trim().split('\n').sort()).toEqual(['alertmanager', 'backend', 'grafana', 'prometheus', 'store', 'store-1', 'store-2']);
     const json = JSON.parse(runTool('docker', ['compose', ...files, 'config', '--format', 'json']).output) as {
-      services: Record<string, { image: string; environment: Record<string, string>; command?: string[] }>;
+      services: Record<string, { image: string; environment: Record<string, string>; command?: string[]; volumes?: { source: string }[] }>;
     };
-    for (const s of ['store-1', 'store-2']) {
+    const volumes = new Set<string>();
+    for (const s of ['store', 'store-1', 'store-2']) {
       expect(json.services[s]!.image).toBe(json.services.store!.image);
       expect(json.services[s]!.environment).toEqual(json.services.store!.environment);
+      // Each shard writes its snapshot on its own volume.
+      for (const v of json.services[s]!.volumes ?? []) volumes.add(v.source);
     }
+    expect(volumes.size).toBe(3);
     expect(json.services.backend!.environment.KV_STORE).toBe('store-0=store:8765,store-1=store-1:8765,store-2=store-2:8765');
     expect(json.services.prometheus!.command).toContain('--config.file=/etc/prometheus/prometheus.shards.yml');
   });

@@ -22,6 +22,7 @@ const STORE_METRICS: Record<string, string> = {
   kvstore_keys: 'gauge',
   kvstore_evictions_total: 'counter',
   kvstore_expired_keys_total: 'counter',
+  kvstore_expiry_backlog_keys: 'gauge',
   kvstore_keyspace_hits_total: 'counter',
   kvstore_keyspace_misses_total: 'counter',
   kvstore_connections: 'gauge',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { KvEngine, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
+import { KvEngine, MIN_BUCKETS, REHASH_BUCKETS_PER_MS, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 
 // The engine is pure: every test drives it with a fake clock and never sleeps.
@@ -292,6 +292,172 @@ describe('hot keys, slot and record reuse', () => {
     keys.forEach((k, i) => expect(engine.get(k)).toBe(b64(String(i))));
     expect(engine.get('abcd')).toBeUndefined();
     expect(engine.get('k'.repeat(248))).toBeUndefined();
+    engine.verifyInvariants();
+  });
+});
+
+describe('incremental growth and shrinking', () => {
+  const v = b64('value');
+  /** Inserts key{from}..key{to-1} until a resize is under way; returns the next index. */
+  const fillUntilResizing = (engine: KvEngine, from: number, limit = 1_000_000): number => {
+    let i = from;
+    // Until a grow is under way (a shrink started by expired keys is carried on by the inserts).
+    while (engine.tableState.nextBuckets <= engine.tableState.buckets) {
+      if (i >= limit) throw new Error('no resize started');
+      engine.set(`key${i++}`, v);
+    }
+    return i;
+  };
+
+  it('serves lookups, overwrites, deletes, expiry and eviction while the table is half moved', () => {
+    // 4 buckets and one bucket moved per insert or removal: a resize spans several commands.
+    const { engine, clock } = engineWith({ minBuckets: 4, rehashStepBuckets: 1, maxKeys: 500 });
+    const held = new Map<string, string>();
+    let next = 0;
+    let midResize = 0;
+    for (let round = 0; round < 40; round++) {
+      const start = next;
+      next = fillUntilResizing(engine, next);
+      for (let i = start; i < next; i++) held.set(`key${i}`, v);
+      const state = engine.tableState;
+      expect(state.nextBuckets).toBe(state.buckets * 2);
+      expect(state.movedBuckets).toBeLessThan(state.buckets);
+      engine.verifyInvariants();
+      // Mid-migration: every key is found wherever its bucket is.
+      for (const [key, value] of held) if (engine.get(key) !== value) throw new Error(`${key} lost mid-resize`);
+      const key = `key${round * 7 % next}`;
+      if (engine.tableState.nextBuckets !== 0) midResize++;
+      engine.set(key, b64(`round${round}`), 1);
+      held.set(key, b64(`round${round}`));
+      engine.verifyInvariants();
+      const gone = `key${(round * 13 + 1) % next}`;
+      expect(engine.delete(gone)).toBe(held.delete(gone));
+      engine.verifyInvariants();
+      if (round % 5 === 4) {
+        clock.advance(1000 + 2 * BUCKET_MS);
+        const ttlKeys = [...held.keys()].filter((k) => engine.ttl(k) === null);
+        for (const k of ttlKeys) held.delete(k);
+        engine.verifyInvariants();
+      }
+    }
+    expect(midResize).toBeGreaterThan(10);
+    // maxKeys 500: keys past it evict the least recently used, resizes or not.
+    for (let i = 0; i < 600; i++) engine.set(`more${i}`, v);
+    expect(engine.keyCount).toBe(500);
+    expect(engine.evictions).toBeGreaterThan(0);
+    engine.verifyInvariants();
+    for (let i = 100; i < 600; i++) expect(engine.get(`more${i}`)).toBe(v);
+  });
+
+  it('shrinks the table as keys go, in steps, and grows it again', () => {
+    const { engine } = engineWith({ maxMemoryBytes: 1 << 30 });
+    for (let i = 0; i < 100_000; i++) engine.set(`key${i}`, v);
+    engine.verifyInvariants();
+    const full = engine.tableState;
+    expect(full.buckets + full.nextBuckets).toBeGreaterThanOrEqual(131_072);
+    let sawShrink = false;
+    for (let i = 0; i < 99_000; i++) {
+      engine.delete(`key${i}`);
+      const s = engine.tableState;
+      if (s.nextBuckets !== 0 && s.nextBuckets < s.buckets) {
+        sawShrink = true;
+        if (i % 97 === 0) expect(engine.get(`key${i + 1}`)).toBe(v); // found mid-shrink
+      }
+    }
+    expect(sawShrink).toBe(true);
+    while (engine.rehashFor(1));
+    engine.verifyInvariants();
+    // 1,000 keys: a shrink starts below an eighth of the buckets and halves to twice the next power of two.
+    expect(engine.tableState.buckets).toBeLessThanOrEqual(8192);
+    expect(engine.tableState.buckets).toBeGreaterThanOrEqual(MIN_BUCKETS);
+    for (let i = 99_000; i < 100_000; i += 37) expect(engine.get(`key${i}`)).toBe(v);
+    for (let i = 0; i < 50_000; i++) engine.set(`back${i}`, v);
+    expect(engine.tableState.buckets + engine.tableState.nextBuckets).toBeGreaterThanOrEqual(65_536);
+    engine.verifyInvariants();
+    expect(engine.keyCount).toBe(51_000);
+  });
+
+  it('rehashFor finishes a resize on an idle engine within its bucket budget per call', () => {
+    const { engine } = engineWith({ maxMemoryBytes: 1 << 30 });
+    fillUntilResizing(engine, 0);
+    const { buckets, movedBuckets } = engine.tableState;
+    expect(movedBuckets).toBeLessThan(buckets);
+    // A frozen clock: the bucket budget stops each call. A call moves at most that many
+    // buckets (empty ones aside).
+    let calls = 0;
+    while (engine.rehashFor(0)) {
+      calls++;
+      engine.verifyInvariants();
+      if (calls > buckets) throw new Error('resize never finishes');
+    }
+    expect(calls).toBeGreaterThan(0);
+    expect(engine.tableState).toEqual({ buckets: buckets * 2, nextBuckets: 0, movedBuckets: 0 });
+    expect(engine.rehashFor(5)).toBe(false);
+    // One call with a budget of 1 ms moves up to REHASH_BUCKETS_PER_MS buckets.
+    const big = engineWith({ maxMemoryBytes: 1 << 30 }).engine;
+    fillUntilResizing(big, 0, 2 * REHASH_BUCKETS_PER_MS);
+    let i = 0;
+    while (big.tableState.buckets < 2 * REHASH_BUCKETS_PER_MS) big.set(`k${i++}`, v);
+    fillUntilResizing(big, 10_000_000, 20_000_000);
+    const before = big.tableState.movedBuckets;
+    big.rehashFor(1);
+    const moved = big.tableState.nextBuckets === 0 ? Infinity : big.tableState.movedBuckets - before;
+    expect(moved).toBeGreaterThan(0);
+    expect(moved).toBeLessThanOrEqual(REHASH_BUCKETS_PER_MS * 17); // empty buckets are visited, not counted
+    big.verifyInvariants();
+  });
+
+  it('slot arrays grow in place: keys across several growths keep their values and TTLs, freed slots are reused', () => {
+    const { engine, clock } = engineWith({ maxMemoryBytes: 1 << 30 });
+    const n = 3 * SLOT_GROWTH; // past the doublings, then growth in fixed steps
+    for (let i = 0; i < n; i++) engine.set(`s${i}`, b64(String(i)), i % 3 === 0 ? 10 : undefined);
+    engine.verifyInvariants();
+    for (let i = 0; i < n; i += 101) {
+      expect(engine.get(`s${i}`)).toBe(b64(String(i)));
+      expect(engine.ttl(`s${i}`)).toBe(i % 3 === 0 ? 10 : -1);
+    }
+    for (let i = 0; i < n; i += 2) engine.delete(`s${i}`);
+    for (let i = 0; i < n; i += 2) engine.set(`t${i}`, v); // takes the freed slots
+    engine.verifyInvariants(); // checks the arrays' room against the slots in use
+    clock.advance(10_000 + 2 * BUCKET_MS);
+    let swept = 0;
+    for (let k = engine.sweepExpired(); k > 0; k = engine.sweepExpired()) swept += k;
+    expect(swept).toBe(Math.ceil(n / 3) - Math.ceil(n / 6));
+    engine.verifyInvariants();
+  });
+
+  it('rejects table options that are not powers of two or steps below one', () => {
+    const base = { maxMemoryBytes: 10, evictionPolicy: 'lru' } as const;
+    expect(() => new KvEngine({ ...base, minBuckets: 3 })).toThrow(/minBuckets/);
+    expect(() => new KvEngine({ ...base, minBuckets: 0 })).toThrow(/minBuckets/);
+    expect(() => new KvEngine({ ...base, rehashStepBuckets: 0 })).toThrow(/rehashStepBuckets/);
+    expect(new KvEngine({ ...base, minBuckets: 1 }).tableState).toEqual({ buckets: 1, nextBuckets: 0, movedBuckets: 0 });
+  });
+});
+
+describe('expiry storm', () => {
+  it('reports what is due, and bounded sweeps clear a storm of keys expiring together', () => {
+    const { engine, clock } = engineWith({ maxMemoryBytes: 1 << 30 });
+    const total = 200_000;
+    for (let i = 0; i < total; i++) engine.set(`storm${i}`, b64('v'), 1 + (i % 2));
+    for (let i = 0; i < 1000; i++) engine.set(`later${i}`, b64('v'), 100);
+    expect(engine.expiryDue).toBe(false);
+    expect(engine.expiryBacklog).toBe(0);
+    clock.advance(1000 + BUCKET_MS);
+    expect(engine.expiryDue).toBe(true);
+    expect(engine.expiryBacklog).toBe(total / 2);
+    clock.advance(1000);
+    expect(engine.expiryBacklog).toBe(total);
+    let slices = 0;
+    while (engine.expiryDue) {
+      engine.sweepExpired(2);
+      slices++;
+      if (slices > total) throw new Error('sweep makes no progress');
+    }
+    expect(slices).toBeGreaterThanOrEqual(total / (2 * SWEEP_ENTRIES_PER_MS));
+    expect(engine.expiryBacklog).toBe(0);
+    expect(engine.keyCount).toBe(1000);
+    expect(engine.expired).toBe(total);
     engine.verifyInvariants();
   });
 });

@@ -44,7 +44,7 @@ describe('KV_STORE list', () => {
   });
 
   it('names the variable and the entry in every refusal', () => {
-    expect(refusal('a:1,b')).toBe('KV_STORE entry 2 of 2 ("b") is invalid: expected host:port');
+    expect(refusal('a:1,b')).toBe('KV_STORE entry 2 of 2 ("b") is invalid: expected host:port, with an IPv6 address in brackets as in [::1]:8765');
     expect(refusal('a:1,b:99999,c:3')).toBe('KV_STORE entry 2 of 3 ("b:99999") is invalid: expected host:port with a port from 1 to 65535');
     expect(refusal('a:1,,b:2')).toBe('KV_STORE entry 2 of 3 ("") is invalid: an empty entry (a stray comma?)');
     expect(refusal('a:1,')).toMatch(/^KV_STORE entry 2 of 2 \(""\) is invalid/);

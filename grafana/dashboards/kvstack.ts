@@ -203,6 +203,53 @@ export default dashboard({
       }),
     ]),
 
+    row('Snapshots', [
+      timeseries({
+        title: 'Age of the newest snapshot',
+        description:
+          'Seconds since the last snapshot was written (since the process started, while none has been). With periodic snapshots, KvStoreSnapshotStale fires past three intervals.',
+        unit: 's',
+        width: 6,
+        min: 0,
+        queries: [
+          query(`time() - (${sel('kvstore_snapshot_last_success_timestamp_seconds')} > 0 or ${sel('process_start_time_seconds', 'job=~"kvstore.*"')})`, 'age {{instance}}'),
+          query(sel('kvstore_snapshot_interval_seconds'), 'interval {{instance}} (0: at shutdown only)'),
+        ],
+      }),
+      timeseries({
+        title: 'Snapshot duration p50 / p99',
+        description: 'Time to write a snapshot, from its point in time to the rename (kvstore_snapshot_duration_seconds).',
+        unit: 's',
+        width: 6,
+        min: 0,
+        queries: p50p99('kvstore_snapshot_duration_seconds'),
+      }),
+      timeseries({
+        title: 'Snapshot size',
+        description: 'Size of the last snapshot written (kvstore_snapshot_size_bytes).',
+        unit: 'bytes',
+        width: 4,
+        min: 0,
+        queries: [query(sel('kvstore_snapshot_size_bytes'), '{{instance}}')],
+      }),
+      timeseries({
+        title: 'Keys loaded at start-up',
+        description: 'Keys loaded from the snapshot when the store started (kvstore_snapshot_loaded_keys).',
+        unit: 'short',
+        width: 4,
+        min: 0,
+        queries: [query(sel('kvstore_snapshot_loaded_keys'), '{{instance}}')],
+      }),
+      timeseries({
+        title: 'Snapshot failures/s',
+        description: 'Saves that failed (disk full, permissions) and files that could not be loaded (kvstore_snapshot_failures_total); KvStoreSnapshotFailing fires on any.',
+        unit: 'cps',
+        width: 4,
+        min: 0,
+        queries: [query(rate('kvstore_snapshot_failures_total'), '{{instance}}')],
+      }),
+    ]),
+
     row('Backend', [
       timeseries({
         title: 'HTTP requests/s by status',

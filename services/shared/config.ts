@@ -1,4 +1,6 @@
+import { statSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
+import { dirname } from 'node:path';
 import { parseStoreList } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
@@ -48,6 +50,32 @@ export function host(raw: string, env: string): string {
   return raw;
 }
 
+export function flag(raw: string, env: string): boolean {
+  const v = raw.toLowerCase();
+  if (v !== 'true' && v !== 'false') fail(env, raw, 'true or false');
+  return v === 'true';
+}
+
+/** A file path whose directory exists (checked once, at start-up); '' = off. */
+export function snapshotPath(raw: string, env: string): string {
+  if (raw === '') return '';
+  const dir = dirname(raw);
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    // reported below
+  }
+  if (!isDir) fail(env, raw, `a file in an existing directory (${dir} is not one)`);
+  try {
+    if (statSync(raw).isDirectory()) fail(env, raw, 'a file path, not a directory');
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    // no file yet: the first start
+  }
+  return raw;
+}
+
 export interface HostPort {
   readonly host: string;
   readonly port: number;
@@ -60,7 +88,7 @@ export interface HostPort {
  */
 export function hostPort(raw: string, env: string): HostPort {
   const m = /^(\[[^\]]*\]|[^[\]]+):(\d+)$/.exec(raw);
-  if (!m) fail(env, raw, raw.includes(':') ? 'host:port, with an IPv6 address in brackets as in [::1]:8765' : 'host:port');
+  if (!m) fail(env, raw, 'host:port, with an IPv6 address in brackets as in [::1]:8765');
   const bracketed = m[1]!.startsWith('[');
   const address = bracketed ? m[1]!.slice(1, -1) : m[1]!;
   if (!bracketed && address.includes(':')) {
@@ -89,6 +117,24 @@ export const storeSettings = {
   evictionPolicy: { env: 'EVICTION_POLICY', default: 'lru', description: '`lru` evicts least recently used keys to make room; `noeviction` answers `ERROR out of memory`.', parse: oneOf<EvictionPolicy>('lru', 'noeviction') },
   maxConnections: { env: 'MAX_CONNECTIONS', default: '10000', description: 'Open client connections allowed; past it a new one gets `ERROR max connections reached` and is closed.', parse: integer(1, 1_000_000) },
   idleTimeoutMs: { env: 'IDLE_TIMEOUT_MS', default: '300000', description: 'Close a client connection idle this long, in ms; 0 = never.', parse: integer(0, 2_147_483_647) },
+  snapshotPath: {
+    env: 'STORE_SNAPSHOT_PATH',
+    default: '',
+    description: 'Snapshot file: loaded at start-up before connections are accepted, written on SIGTERM/SIGINT after the last reply. Empty = no snapshots. Its directory must exist.',
+    parse: snapshotPath,
+  },
+  snapshotIntervalS: {
+    env: 'STORE_SNAPSHOT_INTERVAL_S',
+    default: '0',
+    description: 'Also write the snapshot every this many seconds while serving (a point-in-time image); 0 = only at shutdown. Needs `STORE_SNAPSHOT_PATH`.',
+    parse: integer(0, 31_536_000),
+  },
+  snapshotRequired: {
+    env: 'STORE_SNAPSHOT_REQUIRED',
+    default: 'false',
+    description: '`true`: a snapshot file that is truncated, corrupted or of an unknown version stops the store (exit 1) instead of being renamed aside for an empty start. A missing file is a first start either way.',
+    parse: flag,
+  },
   ...commonSettings,
 } satisfies Record<string, Setting<unknown>>;
 
@@ -159,6 +205,9 @@ function checkDistinctPorts(port: number, portEnv: string, metricsPort: number, 
 export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}): StoreConfig {
   const config = Object.freeze({ ...loadConfig(storeSettings, env), ...overrides });
   checkDistinctPorts(config.port, storeSettings.port.env, config.metricsPort, storeSettings.metricsPort.env);
+  if (config.snapshotIntervalS > 0 && config.snapshotPath === '') {
+    throw new ConfigError(`${storeSettings.snapshotIntervalS.env}=${config.snapshotIntervalS} is invalid: it needs ${storeSettings.snapshotPath.env} (where to write)`);
+  }
   return config;
 }
 

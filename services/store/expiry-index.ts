@@ -6,7 +6,10 @@
 // typed array, so removal (DELETE, overwrite, new EXPIRE, eviction, lazy expiry) is an
 // O(1) swap-remove and the index never holds stale entries. A bucket is drained only once
 // it has fully elapsed, so every slot in it is due: a key leaves at most BUCKET_MS after
-// it expired, plus the sweep period.
+// it expired, plus the time the sweep takes to reach it. The positions live in segments of
+// POS_SEGMENT_SLOTS, added one at a time, so the index never copies itself to grow; a
+// bucket's array holds the keys set within BUCKET_MS of each other, so its growth copies
+// stay small.
 
 /** Width of a time bucket in milliseconds. */
 export const BUCKET_MS = 250;
@@ -18,12 +21,16 @@ export const DROPPED_EMPTY_BUCKET = -2;
 
 const bucketId = (expiresAt: number): number => Math.floor(expiresAt / BUCKET_MS);
 
+const POS_SEGMENT_SHIFT = 12;
+const POS_SEGMENT_SLOTS = 1 << POS_SEGMENT_SHIFT;
+const POS_SEGMENT_MASK = POS_SEGMENT_SLOTS - 1;
+
 export class ExpiryIndex {
   readonly #buckets = new Map<number, number[]>();
   /** Min-heap of bucket ids. Ids of buckets that emptied early stay until popped or rebuilt. */
   #heap: number[] = [];
-  /** Slot → its index in its bucket array. */
-  #pos = new Int32Array(1024);
+  /** Slot → its index in its bucket array: slot s at [s >> POS_SEGMENT_SHIFT][s & POS_SEGMENT_MASK]. */
+  readonly #pos: Int32Array[] = [];
   #size = 0;
 
   /** Number of indexed slots (= keys with a TTL). */
@@ -39,12 +46,9 @@ export class ExpiryIndex {
       bucket = [];
       this.#buckets.set(id, bucket);
     }
-    if (slot >= this.#pos.length) {
-      const grown = new Int32Array(Math.max(slot + 1, this.#pos.length * 2));
-      grown.set(this.#pos);
-      this.#pos = grown;
-    }
-    this.#pos[slot] = bucket.length;
+    const segment = slot >>> POS_SEGMENT_SHIFT;
+    while (segment >= this.#pos.length) this.#pos.push(new Int32Array(POS_SEGMENT_SLOTS));
+    this.#pos[segment]![slot & POS_SEGMENT_MASK] = bucket.length;
     bucket.push(slot);
     this.#size++;
   }
@@ -55,13 +59,42 @@ export class ExpiryIndex {
     const bucket = this.#buckets.get(id)!;
     const last = bucket.pop()!;
     if (last !== slot) {
-      const at = this.#pos[slot]!;
+      const at = this.#posOf(slot);
       bucket[at] = last;
-      this.#pos[last] = at;
+      this.#pos[last >>> POS_SEGMENT_SHIFT]![last & POS_SEGMENT_MASK] = at;
     }
     this.#size--;
     // An empty bucket is dropped now; its id in the heap is skipped when popped.
     if (bucket.length === 0) this.#buckets.delete(id);
+  }
+
+  /** Whether a bucket has fully elapsed at `now` (or an emptied bucket's id waits to be dropped): takeDue has work. */
+  hasDue(now: number): boolean {
+    return this.#heap.length > 0 && this.#heap[0]! < bucketId(now);
+  }
+
+  /**
+   * Keys in buckets that have fully elapsed at `now`: what the sweep could remove now and
+   * has not reached yet. Walks only the heap's overdue part, O(overdue buckets).
+   */
+  overdue(now: number): number {
+    const heap = this.#heap;
+    const due = bucketId(now);
+    const seen = new Set<number>(); // an id can sit in the heap twice (a bucket that emptied and came back)
+    let keys = 0;
+    const stack = heap.length > 0 ? [0] : [];
+    while (stack.length > 0) {
+      const i = stack.pop()!;
+      const id = heap[i]!;
+      if (id >= due) continue; // a min-heap: nothing below is due either
+      if (!seen.has(id)) {
+        seen.add(id);
+        keys += this.#buckets.get(id)?.length ?? 0;
+      }
+      if (2 * i + 1 < heap.length) stack.push(2 * i + 1);
+      if (2 * i + 2 < heap.length) stack.push(2 * i + 2);
+    }
+    return keys;
   }
 
   /**
@@ -97,7 +130,7 @@ export class ExpiryIndex {
       for (let i = 0; i < bucket.length; i++) {
         const slot = bucket[i]!;
         const expiresAt = expiresAtOf(slot);
-        if (this.#pos[slot] !== i || expiresAt === 0 || bucketId(expiresAt) !== id) {
+        if (this.#posOf(slot) !== i || expiresAt === 0 || bucketId(expiresAt) !== id) {
           throw new Error(`expiry index: slot ${slot} misplaced`);
         }
       }
@@ -110,6 +143,10 @@ export class ExpiryIndex {
     for (const id of this.#buckets.keys()) {
       if (!ids.has(id)) throw new Error(`expiry index: bucket ${id} missing from the heap`);
     }
+  }
+
+  #posOf(slot: number): number {
+    return this.#pos[slot >>> POS_SEGMENT_SHIFT]![slot & POS_SEGMENT_MASK]!;
   }
 
   #heapPush(id: number): void {

@@ -1,25 +1,52 @@
 import { randomInt } from 'node:crypto';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
-import { RecordArena } from './record-arena.ts';
+import { arenaSlackBytes, RecordArena } from './record-arena.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
 //
-// Layout. Each entry has a slot number; a slot is 8 int32s in one typed array (its key
-// hash, its bucket-chain link, its LRU links, key length and size class, value length,
-// and its chunk in the arena), so a lookup or an LRU move touches one cache line per slot
-// instead of one per field (memory latency is most of a GET's cost); expiry times sit in a
-// Float64Array read only for keys whose slot is flagged as having a TTL. The record (key bytes then value
+// Layout. Each entry has a slot number; a slot is 8 int32s (its key hash, its bucket-chain
+// link, its LRU links, key length and size class, value length, and its chunk in the
+// arena), so a lookup or an LRU move touches one cache line per slot instead of one per
+// field (memory latency is most of a GET's cost); expiry times sit in a Float64Array read
+// only for keys whose slot is flagged as having a TTL. The record (key bytes then value
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
-// through the per-slot `chain` array, a power-of-two number of buckets, doubled when
-// there are more keys than buckets) finds a key from its bytes: commands look keys up
-// straight from the socket's buffer, with no string made for the key, and a GET encodes
-// the value's bytes to base64 from the page. Why not a Map of strings: that costs ~320
-// bytes of RSS per 100-byte entry (strings, Map entries and the heap slack the collector
-// keeps), this ~170 (bench/engine-memory.ts).
+// through the slots' `chain` field, a power-of-two number of buckets) finds a key from its
+// bytes: commands look keys up straight from the socket's buffer, with no string made for
+// the key, and a GET encodes the value's bytes to base64 from the page. Why not a Map of
+// strings: that costs ~320 bytes of RSS per 100-byte entry (strings, Map entries and the
+// heap slack the collector keeps), this ~170 (bench/engine-memory.ts).
+//
+// Nothing grows in one go (a store of tens of millions of keys must not stop the world
+// for a copy):
+// - the slot arrays are typed arrays over resizable ArrayBuffers that reserve address
+//   space for maxKeys slots up front, so growing one commits more pages in place and
+//   copies nothing; they grow by SLOT_GROWTH slots at a time (doubling only while smaller),
+//   because committing costs time in proportion to the bytes added (~4 ms for 128 MiB),
+//   about 0.1 ms a step. A lookup indexes one flat array: segments indexed by slot >> shift
+//   cost an extra dependent load per field (2-3x the time of a flat array on random access
+//   in a micro-benchmark);
+// - the hash table is resized incrementally, as Redis's dict.c does: a resize allocates
+//   the new bucket array (zeroed lazily by the allocator) and moves the old buckets over
+//   a few at a time, on every insert and removal (rehashStepBuckets) and in time-boxed
+//   steps from the store's timer (rehashFor). While it migrates, bucket b of the old table
+//   has moved once b < #migrated, so a key's chain is in the new table when
+//   (hash & oldMask) < #migrated and in the old one otherwise: a lookup still walks one
+//   chain. The table doubles when there are more keys than buckets and shrinks (to twice
+//   the next power of two above the keys) when they fall below an eighth of the buckets.
 //
 // The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
 // keys that collide in one process do not collide in the next.
+//
+// Memory. USAGE (key and value bytes) never passes the cap, as SPEC says; but what the
+// process holds for the data is more: size-class rounding, partly filled pages, and ~50
+// bytes of slot, expiry time, bucket and chunk owner per key, which for tiny values is
+// several times the value. So the engine also bounds its footprint (the arena's pages and
+// owner arrays plus the slot, expiry and bucket arrays) by FOOTPRINT_FACTOR times the cap
+// plus the arena's fixed slack (two pages per size class): a SET that would take the
+// footprint past it evicts (lru) or is refused (noeviction) as at the cap. With values of
+// a few KiB USAGE reaches the cap first; with 100-byte values the footprint limit holds
+// somewhat fewer keys than USAGE alone would.
 //
 // Decided: GET and SET (including overwrites) count as access for LRU; EXPIRE and TTL do
 // not (they read or change metadata, as Redis's TTL does), nor do DELETE and the sweep.
@@ -36,9 +63,53 @@ export interface KvEngineOptions {
    * recently used one, or under noeviction gets out_of_memory, as if the cap were reached.
    */
   maxKeys?: number;
+  /** Smallest hash table, a power of two (default MIN_BUCKETS); tests use a few buckets to reach resizes with few keys. */
+  minBuckets?: number;
+  /** Old buckets moved to the new table per insert or removal while the table is resized (default REHASH_STEP_BUCKETS, at least 1). */
+  rehashStepBuckets?: number;
+}
+
+/** Where the hash table is: its size, and while it is being resized, how far the move has got. */
+export interface TableState {
+  readonly buckets: number;
+  /** The size being moved to; 0 when no resize is under way. */
+  readonly nextBuckets: number;
+  /** Old buckets already moved. */
+  readonly movedBuckets: number;
 }
 
 export type SetOutcome = 'ok' | 'out_of_memory';
+
+/**
+ * One key's record for a snapshot: key bytes src[ks, ke), value bytes src[vs, ve) (valid
+ * during the call only), and its expiry on the engine's clock (0 = none).
+ */
+export type SnapshotSink = (src: Buffer, ks: number, ke: number, vs: number, ve: number, expiresAt: number) => void;
+
+/**
+ * A point-in-time walk over the keyspace (see beginSnapshot). Commands may run between its
+ * steps: the sink receives exactly the keys of the moment it began, each once.
+ */
+export interface SnapshotWalk {
+  /** The engine's clock when the walk began: the snapshot's point in time. */
+  readonly startedAt: number;
+  /** Hands up to `max` more keys to the sink; false once every key has been handed over. */
+  step(max: number): boolean;
+  /** Ends the walk (finished or abandoned); the engine stops copying keys before changing them. */
+  end(): void;
+}
+
+/** The state of the walk under way. */
+interface Walk {
+  readonly sink: SnapshotSink;
+  readonly startedAt: number;
+  /** Slots at or past this were never used when the walk began: they hold only newer keys. */
+  readonly limit: number;
+  /** A bit per slot below limit: handed to the sink already, or not to be (a newer key). */
+  readonly done: Uint8Array;
+  /** The next slot in the LRU list to look at (LRU when the walk has reached the end). */
+  cursor: number;
+}
 
 /** Sweep budget when the caller gives none, in milliseconds of the engine's clock. */
 export const DEFAULT_SWEEP_MS = 2;
@@ -50,10 +121,28 @@ export const MAX_TTL_SECONDS = 1e9;
 export const MAX_KEY_BYTES = 250;
 /** Most keys one engine holds: slot numbers times the slot size must stay within int32. */
 export const MAX_KEYS = 2 ** 27;
+/** The footprint limit is this times the cap, plus the arena's fixed slack. */
+export const FOOTPRINT_FACTOR = 1.25;
+/** Default smallest hash table. */
+export const MIN_BUCKETS = 1024;
+/**
+ * Old buckets moved per insert or removal during a resize. At least one per insert is what
+ * guarantees a doubling has finished before the keys outgrow the new table.
+ */
+export const REHASH_STEP_BUCKETS = 2;
+/** Bucket moves per millisecond of a rehashFor budget, so a frozen or fake clock still bounds a call. */
+export const REHASH_BUCKETS_PER_MS = 20_000;
+/** Slots the slot arrays start with; they double (in place) up to SLOT_GROWTH. */
+export const INITIAL_SLOTS = 1024;
+/** Slots added per growth of the slot arrays past that: 2 MiB of slot fields and 512 KiB of expiry times. */
+export const SLOT_GROWTH = 65_536;
 
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
-const INITIAL_SLOTS = 1024;
+// A shrinking resize visits at most this many empty buckets per bucket it is asked to move
+// (a table being shrunk is mostly empty), as dict.c's empty_visits.
+const EMPTY_VISITS_PER_STEP = 16;
+const NO_TABLE = new Int32Array(0);
 
 // A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
 const STRIDE_SHIFT = 3;
@@ -67,6 +156,7 @@ const META = 4;
 const VLEN = 5;
 const CHUNK = 6;
 const HAS_TTL = 1 << 16;
+const SLOT_BYTES = 4 << STRIDE_SHIFT;
 const KLEN_MASK = 0xff;
 const CLS_SHIFT = 8;
 
@@ -88,36 +178,56 @@ function checkKey(key: Buffer): void {
   }
 }
 
-const grownInt32 = (a: Int32Array, n: number): Int32Array<ArrayBuffer> => {
-  const b = new Int32Array(n);
-  b.set(a);
-  return b;
-};
+/** The smallest power of two >= n (n >= 1). */
+function powerOfTwoAtLeast(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
 
 export class KvEngine {
   readonly maxMemoryBytes: number;
   readonly maxKeys: number;
+  /** Most bytes the engine's footprint may reach (see Memory at the top). */
+  readonly footprintLimitBytes: number;
   readonly #noeviction: boolean;
   readonly #now: () => number;
   readonly #seed = randomInt(2 ** 32) | 0;
-  readonly #arena = new RecordArena();
+  readonly #arena: RecordArena;
   readonly #expiry = new ExpiryIndex();
 
-  /** Every slot's fields (HASH ... CHUNK). */
-  #slots = new Int32Array(INITIAL_SLOTS << STRIDE_SHIFT);
-  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL. */
-  #expiresAt = new Float64Array(INITIAL_SLOTS);
+  readonly #minBuckets: number;
+  readonly #rehashStepBuckets: number;
+
+  /** Slots the arrays can grow to without moving: room for maxKeys (and the sentinel). */
+  readonly #maxSlots: number;
+  readonly #slotBuffer: ArrayBuffer;
+  readonly #expiryBuffer: ArrayBuffer;
+  /** Every slot's fields (HASH ... CHUNK), at (slot << STRIDE_SHIFT) + field; tracks #slotBuffer's length. */
+  readonly #slots: Int32Array;
+  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL; tracks #expiryBuffer's length. */
+  readonly #expiresAt: Float64Array;
   /** Slots ever used: 1..#top-1 (slot 0 is the sentinel). */
   #top = 1;
   #freeHead = 0;
 
   /** Bucket → first slot of its chain (0 = empty). */
-  #buckets = new Int32Array(INITIAL_SLOTS);
-  #bucketMask = INITIAL_SLOTS - 1;
+  #buckets: Int32Array;
+  #bucketMask: number;
+  /** The table being resized to (NO_TABLE when none), and its mask. */
+  #next: Int32Array = NO_TABLE;
+  #nextMask = 0;
+  /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
+  #migrated = 0;
+
+  /** The snapshot walk under way, if any. */
+  #walk: Walk | null = null;
 
   #live = 0;
   #usage = 0;
   #evictions = 0;
+  /** Of #evictions, those made because the footprint limit, not the cap, was reached. */
+  #footprintEvictions = 0;
   #expired = 0;
   #hits = 0;
   #misses = 0;
@@ -137,6 +247,27 @@ export class KvEngine {
     this.maxMemoryBytes = maxMemoryBytes;
     this.#noeviction = evictionPolicy === 'noeviction';
     this.#now = options.now ?? defaultNow;
+    const { minBuckets = MIN_BUCKETS, rehashStepBuckets = REHASH_STEP_BUCKETS } = options;
+    if (!Number.isSafeInteger(minBuckets) || minBuckets < 1 || minBuckets > MAX_KEYS || powerOfTwoAtLeast(minBuckets) !== minBuckets) {
+      throw new RangeError(`minBuckets must be a power of two from 1 to ${MAX_KEYS}, got ${minBuckets}`);
+    }
+    if (!Number.isSafeInteger(rehashStepBuckets) || rehashStepBuckets < 1) {
+      throw new RangeError(`rehashStepBuckets must be a positive integer, got ${rehashStepBuckets}`);
+    }
+    this.#minBuckets = minBuckets;
+    this.#rehashStepBuckets = rehashStepBuckets;
+    this.#buckets = new Int32Array(minBuckets);
+    this.#bucketMask = minBuckets - 1;
+    // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
+    this.#maxSlots = maxKeys + 1;
+    const initial = Math.min(INITIAL_SLOTS, this.#maxSlots);
+    this.#slotBuffer = new ArrayBuffer(initial * SLOT_BYTES, { maxByteLength: this.#maxSlots * SLOT_BYTES });
+    this.#expiryBuffer = new ArrayBuffer(initial * 8, { maxByteLength: this.#maxSlots * 8 });
+    this.#slots = new Int32Array(this.#slotBuffer);
+    this.#expiresAt = new Float64Array(this.#expiryBuffer);
+    // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
+    this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes() + (1 << 20);
+    this.#arena = new RecordArena(this.footprintLimitBytes);
   }
 
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
@@ -155,8 +286,20 @@ export class KvEngine {
   get recordBytes(): number {
     return this.#arena.pageBytes;
   }
+  /** Bytes of the arena (pages and owner arrays): what the records cost in memory. */
+  get arenaBytes(): number {
+    return this.#arena.footprintBytes;
+  }
+  /** What the footprint limit bounds: the arena plus the per-slot and bucket arrays. */
+  get footprintBytes(): number {
+    return this.#arena.footprintBytes + this.#tableBytes();
+  }
   get evictions(): number {
     return this.#evictions;
+  }
+  /** Evictions made because the footprint limit was reached while USAGE was within the cap. */
+  get footprintEvictions(): number {
+    return this.#footprintEvictions;
   }
   get expired(): number {
     return this.#expired;
@@ -166,6 +309,17 @@ export class KvEngine {
   }
   get misses(): number {
     return this.#misses;
+  }
+  /** Keys whose expiry the sweep could act on now and has not yet (0 when it keeps up). O(overdue time buckets). */
+  get expiryBacklog(): number {
+    return this.#expiry.overdue(this.#now());
+  }
+  /** Whether the expiry index holds something due now: the next sweepExpired call has work. O(1). */
+  get expiryDue(): boolean {
+    return this.#expiry.hasDue(this.#now());
+  }
+  get tableState(): TableState {
+    return { buckets: this.#bucketMask + 1, nextBuckets: this.#next.length, movedBuckets: this.#migrated };
   }
 
   // ------------------------------------------------------------ commands on key bytes
@@ -189,11 +343,20 @@ export class KvEngine {
   /**
    * Stores the key with the value bytes buf[vs, ve) (copied: the buffer is not kept).
    * Without ttlSeconds any TTL the key had is cleared. 'out_of_memory' when the entry alone
-   * is larger than the cap, or, under noeviction, when it would take usage over the cap;
-   * then nothing has changed.
+   * is larger than the cap, or, under noeviction, when it would take usage over the cap or
+   * the footprint over its limit; then nothing has changed.
    */
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlSeconds?: number): SetOutcome {
     if (ttlSeconds !== undefined) checkSeconds(ttlSeconds);
+    return this.restoreAt(buf, ks, ke, vs, ve, ttlSeconds === undefined ? undefined : ttlSeconds * 1000);
+  }
+
+  /**
+   * setAt with the time to live in ms, as a snapshot load gives it (any positive amount,
+   * not whole seconds); the protocol's bounds on TTLs are the caller's business.
+   */
+  restoreAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlMs?: number): SetOutcome {
+    if (ttlMs !== undefined && !(ttlMs > 0)) throw new RangeError(`ttlMs must be above 0, got ${ttlMs}`);
     const klen = ke - ks;
     const vlen = ve - vs;
     const size = klen + vlen;
@@ -207,7 +370,14 @@ export class KvEngine {
     let fresh = true; // the record needs a new chunk (and its key bytes)
     if (slot !== 0) {
       const oldSize = klen + this.#get(slot, VLEN);
-      if (this.#noeviction && this.#usage - oldSize + size > max) return 'out_of_memory';
+      const oldCls = this.#clsOf(slot);
+      fresh = cls !== oldCls || cls === arena.large; // else the value is overwritten in place
+      if (this.#noeviction) {
+        if (this.#usage - oldSize + size > max) return 'out_of_memory';
+        // A large record's page goes back whole; a small chunk freed is not counted (it may not free a page).
+        if (fresh && this.#footprintOver(arena.allocCost(cls, size) - (oldCls === arena.large ? Math.max(1, oldSize) : 0))) return 'out_of_memory';
+      }
+      if (this.#walk !== null) this.#preserve(slot);
       const oldExpiry = this.#ttlOf(slot);
       if (oldExpiry !== 0) {
         now = this.#now();
@@ -219,30 +389,30 @@ export class KvEngine {
       this.#unlink(slot);
       this.#usage -= oldSize;
       while (this.#usage + size > max) this.#evictOne();
-      if (cls === this.#clsOf(slot) && cls !== arena.large) {
-        fresh = false; // same size class: the value is overwritten in place
-      } else {
+      if (fresh) {
         this.#freeChunk(slot);
+        this.#makeRoom(cls, size, false);
       }
     } else {
       const full = this.#live >= this.maxKeys;
-      if (this.#noeviction && (full || this.#usage + size > max)) return 'out_of_memory';
+      if (this.#noeviction && (full || this.#usage + size > max || this.#footprintOver(arena.allocCost(cls, size) + this.#newKeyCost()))) {
+        return 'out_of_memory';
+      }
       if (full) this.#evictOne();
       while (this.#usage + size > max) this.#evictOne();
+      this.#makeRoom(cls, size, true);
       slot = this.#newSlot(h);
     }
     if (fresh) this.#set(slot, CHUNK, arena.alloc(cls, slot, size));
     const c = arena.classes[cls]!;
     const i = this.#get(slot, CHUNK);
-    const page = c.pageOf(i);
-    const at = c.offsetOf(i);
-    if (fresh) copyBytes(buf, ks, ke, page, at);
-    copyBytes(buf, vs, ve, page, at + klen);
+    if (fresh) c.write(i, 0, buf, ks, ke);
+    c.write(i, klen, buf, vs, ve);
     this.#set(slot, META, klen | (cls << CLS_SHIFT));
     this.#set(slot, VLEN, vlen);
-    if (ttlSeconds !== undefined) {
+    if (ttlMs !== undefined) {
       if (now === 0) now = this.#now();
-      this.#setTtl(slot, now + ttlSeconds * 1000);
+      this.#setTtl(slot, now + ttlMs);
     }
     this.#linkLast(slot);
     this.#usage += size;
@@ -271,6 +441,7 @@ export class KvEngine {
       }
       this.#expiry.remove(slot, old);
     }
+    if (this.#walk !== null) this.#preserve(slot);
     this.#setTtl(slot, now + seconds * 1000);
     return true;
   }
@@ -347,6 +518,7 @@ export class KvEngine {
       const slot = this.#expiry.takeDue(start);
       if (slot === NOTHING_DUE) break;
       if (slot !== DROPPED_EMPTY_BUCKET) {
+        if (this.#walk !== null) this.#preserve(slot); // with its TTL, before the flag goes
         this.#clearTtl(slot); // already out of the index
         this.#remove(slot, true);
         removed++;
@@ -354,6 +526,25 @@ export class KvEngine {
       if ((steps & 127) === 0 && this.#now() - start >= maxWorkMs) break;
     }
     return removed;
+  }
+
+  /**
+   * Background step of a hash table resize: moves old buckets to the new table for up to
+   * maxWorkMs of the engine's clock and at most REHASH_BUCKETS_PER_MS * maxWorkMs buckets
+   * (at least one). Returns whether a resize is still under way. Inserts and removals
+   * move buckets too; this is what finishes a resize on a store that is otherwise idle.
+   */
+  rehashFor(maxWorkMs: number): boolean {
+    if (this.#next === NO_TABLE) return false;
+    const start = this.#now();
+    let budget = Math.max(1, Math.ceil(maxWorkMs * REHASH_BUCKETS_PER_MS));
+    while (budget > 0 && this.#next !== NO_TABLE) {
+      const n = Math.min(budget, 256);
+      this.#rehashStep(n);
+      budget -= n;
+      if (this.#now() - start >= maxWorkMs) break;
+    }
+    return this.#next !== NO_TABLE;
   }
 
   /**
@@ -379,12 +570,35 @@ export class KvEngine {
       usage += klen + this.#get(s, VLEN);
       if (this.#ttlOf(s) !== 0) withTtl++;
     }
+    // Each key is chained once, where its hash says: old bucket b until b has been moved
+    // (b < #migrated), then the new table's bucket.
     let chained = 0;
-    for (let b = 0; b <= this.#bucketMask; b++) {
+    const mask = this.#bucketMask;
+    const migrating = this.#next !== NO_TABLE;
+    if (!migrating && this.#migrated !== 0) fail(`${this.#migrated} buckets counted as moved with no resize under way`);
+    for (let b = 0; b <= mask; b++) {
+      if (b < this.#migrated && this.#buckets[b] !== 0) fail(`old bucket ${b} was moved but still holds slots`);
       for (let s = this.#buckets[b]!; s !== 0; s = this.#get(s, CHAIN)) {
         if (++chained > live) fail('hash chains hold more slots than the LRU list');
-        if ((this.#get(s, HASH) & this.#bucketMask) !== b) fail(`slot ${s} chained in the wrong bucket`);
+        if ((this.#get(s, HASH) & mask) !== b) fail(`slot ${s} chained in the wrong bucket`);
       }
+    }
+    for (let b = 0; b < this.#next.length; b++) {
+      for (let s = this.#next[b]!; s !== 0; s = this.#get(s, CHAIN)) {
+        if (++chained > live) fail('hash chains hold more slots than the LRU list');
+        const h = this.#get(s, HASH);
+        if ((h & this.#nextMask) !== b || (h & mask) >= this.#migrated) fail(`slot ${s} chained in the wrong bucket of the new table`);
+      }
+    }
+    const size = mask + 1;
+    if (powerOfTwoAtLeast(size) !== size || size < this.#minBuckets) fail(`table of ${size} buckets`);
+    if (migrating) {
+      if (this.#nextMask !== this.#next.length - 1 || powerOfTwoAtLeast(this.#next.length) !== this.#next.length) fail(`new table of ${this.#next.length} buckets`);
+      if (this.#migrated >= size) fail(`resize moved ${this.#migrated} of ${size} buckets without finishing`);
+    } else {
+      // A finished resize (or the key count changing) starts the next one when it is due.
+      if (this.#live > size) fail(`${this.#live} keys in ${size} buckets with no resize under way`);
+      if (size > this.#minBuckets && this.#live * 8 < size) fail(`${this.#live} keys in ${size} buckets with no shrink under way`);
     }
     let free = 0;
     for (let s = this.#freeHead; s !== 0; s = this.#get(s, CHAIN)) {
@@ -393,10 +607,14 @@ export class KvEngine {
     }
     if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
     if (live + free + 1 !== this.#top) fail(`slots leak: ${live} live + ${free} free of ${this.#top - 1}`);
-    if (this.#live > this.#bucketMask + 1) fail('more keys than buckets');
+    const capacity = this.#expiresAt.length;
+    if (this.#top > capacity || this.#slots.length !== capacity << STRIDE_SHIFT || capacity > this.#maxSlots) {
+      fail(`room for ${capacity} slots (${this.#slots.length >> STRIDE_SHIFT} in the fields array) with ${this.#top} in use`);
+    }
     if (this.#live > this.maxKeys) fail(`${this.#live} keys, more than maxKeys ${this.maxKeys}`);
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
+    if (this.footprintBytes > this.footprintLimitBytes) fail(`footprint ${this.footprintBytes} over its limit ${this.footprintLimitBytes}`);
     const chunks = this.#arena.verify((owner, cls, chunk) => {
       const size = this.#klenOf(owner) + this.#get(owner, VLEN);
       return this.#klenOf(owner) !== 0 && this.#clsOf(owner) === cls && this.#get(owner, CHUNK) === chunk && this.#arena.classOf(size) === cls;
@@ -452,19 +670,16 @@ export class KvEngine {
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
   #find(buf: Buffer, ks: number, ke: number, h: number): number {
     const klen = ke - ks;
-    for (let s = this.#buckets[h & this.#bucketMask]!; s !== 0; s = this.#get(s, CHAIN)) {
-      if (this.#get(s, HASH) === h && this.#klenOf(s) === klen) {
-        const c = this.#arena.classes[this.#clsOf(s)]!;
-        const i = this.#get(s, CHUNK);
-        const page = c.pageOf(i);
-        let at = c.offsetOf(i);
-        let k = ks;
-        while (k < ke && page[at] === buf[k]) {
-          at++;
-          k++;
-        }
-        if (k === ke) return s;
+    const slots = this.#slots;
+    const b = h & this.#bucketMask;
+    let s = b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+    while (s !== 0) {
+      const o = s << STRIDE_SHIFT;
+      const meta = slots[o + META]!;
+      if (slots[o + HASH] === h && (meta & KLEN_MASK) === klen) {
+        if (this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(slots[o + CHUNK]!, buf, ks, ke)) return s;
       }
+      s = slots[o + CHAIN]!;
     }
     return 0;
   }
@@ -490,43 +705,96 @@ export class KvEngine {
       this.#freeHead = this.#get(slot, CHAIN);
     } else {
       slot = this.#top++;
-      if (slot >= this.#expiresAt.length) this.#growSlots();
+      if (slot >= this.#expiresAt.length) {
+        // In place: the buffers reserved their full size, so this commits pages and copies nothing.
+        const room = this.#expiresAt.length;
+        const n = Math.min(this.#maxSlots, room < SLOT_GROWTH ? room * 2 : room + SLOT_GROWTH);
+        this.#slotBuffer.resize(n * SLOT_BYTES);
+        this.#expiryBuffer.resize(n * 8);
+      }
     }
     this.#set(slot, HASH, h);
+    // A key newer than the snapshot under way is not part of it.
+    const walk = this.#walk;
+    if (walk !== null && slot < walk.limit) walk.done[slot >> 3]! |= 1 << (slot & 7);
     this.#live++;
-    if (this.#live > this.#bucketMask + 1) this.#rehash(); // before chaining: #rehash chains the live slots
+    this.#keysChanged(); // before chaining: a resize step may move the bucket the slot goes to
     const b = h & this.#bucketMask;
-    this.#set(slot, CHAIN, this.#buckets[b]!);
-    this.#buckets[b] = slot;
+    if (b < this.#migrated) {
+      const nb = h & this.#nextMask;
+      this.#set(slot, CHAIN, this.#next[nb]!);
+      this.#next[nb] = slot;
+    } else {
+      this.#set(slot, CHAIN, this.#buckets[b]!);
+      this.#buckets[b] = slot;
+    }
     return slot;
   }
 
-  #growSlots(): void {
-    const n = this.#expiresAt.length * 2;
-    const slots = new Int32Array(n << STRIDE_SHIFT);
-    slots.set(this.#slots);
-    this.#slots = slots;
-    const expiresAt = new Float64Array(n);
-    expiresAt.set(this.#expiresAt);
-    this.#expiresAt = expiresAt;
+  /** After an insert or a removal: a step of the resize under way, or a resize if one is due. */
+  #keysChanged(): void {
+    if (this.#next !== NO_TABLE) this.#rehashStep(this.#rehashStepBuckets);
+    else this.#maybeResize();
   }
 
-  /** Doubles the buckets and re-chains every live slot (those in the LRU list). */
-  #rehash(): void {
-    const n = (this.#bucketMask + 1) * 2;
-    const buckets = new Int32Array(n);
-    const mask = n - 1;
-    for (let s = this.#get(LRU, NEXT); s !== LRU; s = this.#get(s, NEXT)) {
-      const b = this.#get(s, HASH) & mask;
-      this.#set(s, CHAIN, buckets[b]!);
-      buckets[b] = s;
+  /** Starts a resize when the keys outgrow the table or fall below an eighth of it. */
+  #maybeResize(): void {
+    const size = this.#bucketMask + 1;
+    const live = this.#live;
+    let target: number;
+    if (live > size) target = powerOfTwoAtLeast(live);
+    else if (live * 8 < size && size > this.#minBuckets) target = Math.max(this.#minBuckets, 2 * powerOfTwoAtLeast(Math.max(1, live)));
+    else return;
+    // A large zeroed array costs no copy: the allocator maps zero pages, touched as buckets fill.
+    this.#next = new Int32Array(target);
+    this.#nextMask = target - 1;
+    this.#migrated = 0;
+  }
+
+  /**
+   * Moves up to n non-empty old buckets to the new table, visiting at most
+   * EMPTY_VISITS_PER_STEP * n empty ones (always at least one bucket), and finishes the
+   * resize after the last.
+   */
+  #rehashStep(n: number): void {
+    const old = this.#buckets;
+    const next = this.#next;
+    const nextMask = this.#nextMask;
+    const slots = this.#slots;
+    let b = this.#migrated;
+    let emptyVisits = n * EMPTY_VISITS_PER_STEP;
+    while (b < old.length) {
+      let s = old[b]!;
+      b++;
+      if (s === 0) {
+        if (--emptyVisits === 0) break;
+        continue;
+      }
+      old[b - 1] = 0;
+      do {
+        const o = s << STRIDE_SHIFT;
+        const following = slots[o + CHAIN]!;
+        const nb = slots[o + HASH]! & nextMask;
+        slots[o + CHAIN] = next[nb]!;
+        next[nb] = s;
+        s = following;
+      } while (s !== 0);
+      if (--n === 0) break;
     }
-    this.#buckets = buckets;
-    this.#bucketMask = mask;
+    this.#migrated = b;
+    if (b === old.length) {
+      this.#buckets = next;
+      this.#bucketMask = nextMask;
+      this.#next = NO_TABLE;
+      this.#nextMask = 0;
+      this.#migrated = 0;
+      this.#maybeResize();
+    }
   }
 
   /** Takes a live key out: record freed, slot unchained and put on the free list. */
   #remove(slot: number, expired: boolean): void {
+    if (this.#walk !== null) this.#preserve(slot);
     const expiresAt = this.#ttlOf(slot);
     if (expiresAt !== 0) {
       this.#expiry.remove(slot, expiresAt);
@@ -536,10 +804,16 @@ export class KvEngine {
     this.#unlink(slot);
     this.#freeChunk(slot);
     // Out of its bucket's chain.
-    const b = this.#get(slot, HASH) & this.#bucketMask;
-    let s = this.#buckets[b]!;
+    const h = this.#get(slot, HASH);
+    let table = this.#buckets;
+    let b = h & this.#bucketMask;
+    if (b < this.#migrated) {
+      table = this.#next;
+      b = h & this.#nextMask;
+    }
+    let s = table[b]!;
     if (s === slot) {
-      this.#buckets[b] = this.#get(slot, CHAIN);
+      table[b] = this.#get(slot, CHAIN);
     } else {
       while (this.#get(s, CHAIN) !== slot) s = this.#get(s, CHAIN);
       this.#set(s, CHAIN, this.#get(slot, CHAIN));
@@ -549,6 +823,51 @@ export class KvEngine {
     this.#freeHead = slot;
     this.#live--;
     if (expired) this.#expired++;
+    this.#keysChanged();
+  }
+
+  /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
+  #tableBytes(): number {
+    // During a resize both bucket tables are held.
+    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#buckets.byteLength + this.#next.byteLength;
+  }
+
+  /** True when adding `extra` bytes would take the footprint past its limit. */
+  #footprintOver(extra: number): boolean {
+    return this.#arena.footprintBytes + this.#tableBytes() + extra > this.footprintLimitBytes;
+  }
+
+  /**
+   * Bytes a new key would add to the tables: the slot arrays' next growth step when no
+   * slot is free, and a new bucket table when the keys are about to outgrow the buckets
+   * (both as #newSlot and #maybeResize would make them). Evicting one key frees a slot
+   * and keeps the table as it is, so at the growth edge a full engine evicts one key
+   * instead of growing.
+   */
+  #newKeyCost(): number {
+    let bytes = 0;
+    if (this.#freeHead === 0 && this.#top >= this.#expiresAt.length) {
+      const room = this.#expiresAt.length;
+      const n = Math.min(this.#maxSlots, room < SLOT_GROWTH ? room * 2 : room + SLOT_GROWTH);
+      bytes += (n - room) * (SLOT_BYTES + 8);
+    }
+    if (this.#next === NO_TABLE && this.#live + 1 > this.#bucketMask + 1) bytes += powerOfTwoAtLeast(this.#live + 1) * 4;
+    return bytes;
+  }
+
+  /**
+   * Under lru, evicts least recently used keys until a record of class `cls` (for a new
+   * key when `newKey`) fits under the footprint limit, or no key is left. (Under noeviction
+   * the caller has checked that it fits.)
+   */
+  #makeRoom(cls: number, size: number, newKey: boolean): void {
+    if (this.#noeviction) return;
+    const arena = this.#arena;
+    // Only allocations grow the footprint: when this one adds nothing (most SETs), it stays within the limit.
+    if (arena.allocCost(cls, size) === 0 && (!newKey || this.#newKeyCost() === 0)) return;
+    while (this.#footprintOver(arena.allocCost(cls, size) + (newKey ? this.#newKeyCost() : 0)) && this.#get(LRU, NEXT) !== LRU) {
+      if (this.#evictOne()) this.#footprintEvictions++;
+    }
   }
 
   #freeChunk(slot: number): void {
@@ -558,14 +877,15 @@ export class KvEngine {
     if (moved !== -1) this.#set(moved, CHUNK, chunk);
   }
 
-  /** Removes the least recently used key (counted as expired if its TTL has passed). */
-  #evictOne(): void {
+  /** Removes the least recently used key (counted as expired if its TTL has passed); true when it counted as an eviction. */
+  #evictOne(): boolean {
     const victim = this.#get(LRU, NEXT);
     if (victim === LRU) throw new Error('kv-engine: usage above zero with no keys');
     const expiresAt = this.#ttlOf(victim);
     const expired = expiresAt !== 0 && expiresAt <= this.#now();
     this.#remove(victim, expired);
     if (!expired) this.#evictions++;
+    return !expired;
   }
 
   #touch(slot: number): void {
@@ -577,6 +897,8 @@ export class KvEngine {
   #unlink(slot: number): void {
     const prev = this.#get(slot, PREV);
     const next = this.#get(slot, NEXT);
+    // The walk must not follow a slot that leaves its place (a touch moves it to the end).
+    if (this.#walk !== null && this.#walk.cursor === slot) this.#walk.cursor = next;
     this.#set(prev, NEXT, next);
     this.#set(next, PREV, prev);
   }
@@ -589,19 +911,58 @@ export class KvEngine {
     this.#set(last, NEXT, slot);
     this.#set(LRU, PREV, slot);
   }
+
+  // ------------------------------------------------------------ snapshots
+
+  /**
+   * Starts a point-in-time snapshot: `step()` hands the keys to `sink` from the least to
+   * the most recently used (the order a load inserts them in, so LRU order comes back),
+   * while commands may run between steps. Copy-on-write, as Dragonfly's versioned
+   * snapshots: before a command changes or removes a key the walk has not reached, the
+   * key's record as it was is handed to the sink first; keys created after the start are
+   * skipped. So the sink receives exactly the keyspace of the start, each key once, and
+   * nothing is copied up front (no pause). Keys already expired at the start are left out.
+   */
+  beginSnapshot(sink: SnapshotSink): SnapshotWalk {
+    if (this.#walk !== null) throw new Error('a snapshot is already under way');
+    const limit = this.#top;
+    const walk: Walk = { sink, startedAt: this.#now(), limit, done: new Uint8Array((limit + 7) >> 3), cursor: this.#get(LRU, NEXT) };
+    this.#walk = walk;
+    return {
+      startedAt: walk.startedAt,
+      step: (max: number): boolean => {
+        if (this.#walk !== walk) throw new Error('the snapshot walk has ended');
+        let s = walk.cursor;
+        for (let n = 0; n < max && s !== LRU; n++) {
+          this.#preserve(s);
+          s = this.#get(s, NEXT);
+        }
+        walk.cursor = s;
+        return s !== LRU;
+      },
+      end: (): void => {
+        if (this.#walk === walk) this.#walk = null;
+      },
+    };
+  }
+
+  /** Hands the slot's record to the walk's sink unless it was already, or is newer than the walk. */
+  #preserve(slot: number): void {
+    const walk = this.#walk!;
+    if (slot >= walk.limit) return;
+    const bit = 1 << (slot & 7);
+    if ((walk.done[slot >> 3]! & bit) !== 0) return;
+    walk.done[slot >> 3]! |= bit;
+    const expiresAt = this.#ttlOf(slot);
+    if (expiresAt !== 0 && expiresAt <= walk.startedAt) return;
+    const { page, at } = this.#record(slot);
+    const klen = this.#klenOf(slot);
+    walk.sink(page, at, at + klen, at + klen, at + klen + this.#get(slot, VLEN), expiresAt);
+  }
 }
 
 function keyBytes(key: string): Buffer {
   const k = Buffer.from(key, 'utf8');
   checkKey(k);
   return k;
-}
-
-/** src[start, end) → dst at `at`: a loop for short runs (no native call), Buffer#copy for long ones. */
-function copyBytes(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
-  if (end - start > 64) {
-    src.copy(dst, at, start, end);
-    return;
-  }
-  for (let i = start; i < end; i++) dst[at++] = src[i]!;
 }

@@ -34,9 +34,15 @@ export interface EngineStats {
   readonly keyCount: number;
   readonly maxMemoryBytes: number;
   readonly evictions: number;
+  readonly footprintEvictions: number;
+  readonly arenaBytes: number;
+  readonly footprintBytes: number;
+  readonly footprintLimitBytes: number;
   readonly expired: number;
   readonly hits: number;
   readonly misses: number;
+  /** Keys past their expiry that the sweep could remove and has not yet. */
+  readonly expiryBacklog: number;
 }
 
 export interface StoreMetricsOptions {
@@ -159,9 +165,14 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
   gauge('kvstore_usage_bytes', 'Bytes held: key bytes plus value bytes over all entries (the USAGE reply).', () => engine.usageBytes);
   gauge('kvstore_max_memory_bytes', 'The MAX_MEMORY_BYTES cap on usage.', () => engine.maxMemoryBytes);
   gauge('kvstore_keys', 'Keys held.', () => engine.keyCount);
+  gauge('kvstore_expiry_backlog_keys', 'Keys past their expiry that the active sweep has not removed yet (they still count in USAGE); 0 when it keeps up.', () => engine.expiryBacklog);
   gauge('kvstore_connections', 'Open client connections.', connections);
   gauge('kvstore_max_connections', 'The MAX_CONNECTIONS limit on open client connections.', () => maxConnections);
+  gauge('kvstore_memory_arena_bytes', 'Bytes of the pages (and their owner arrays) holding the records: usage plus size-class rounding and partly filled pages.', () => engine.arenaBytes);
+  gauge('kvstore_memory_footprint_bytes', 'Bytes the data holds in memory: the arena plus the per-key slot, expiry and bucket arrays.', () => engine.footprintBytes);
+  gauge('kvstore_memory_footprint_limit_bytes', 'Limit on kvstore_memory_footprint_bytes: 1.25 times MAX_MEMORY_BYTES plus the arena fixed slack.', () => engine.footprintLimitBytes);
   counter('kvstore_evictions_total', 'Keys evicted to make room (EVICTION_POLICY=lru).', () => engine.evictions);
+  counter('kvstore_memory_footprint_evictions_total', 'Of kvstore_evictions_total, keys evicted because the memory footprint limit was reached before the usage cap.', () => engine.footprintEvictions);
   counter('kvstore_expired_keys_total', 'Keys removed because their time to live ran out.', () => engine.expired);
   counter('kvstore_keyspace_hits_total', 'Key lookups that found the key.', () => engine.hits);
   counter('kvstore_keyspace_misses_total', 'Key lookups that did not find the key.', () => engine.misses);

@@ -9,7 +9,12 @@ import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
+import { rm } from 'node:fs/promises';
+import { BackgroundWork } from './background-work.ts';
 import { KvEngine } from './kv-engine.ts';
+import type { SnapshotFileSystem } from './snapshot-file.ts';
+import { createSnapshotMetrics } from './snapshot-metrics.ts';
+import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './store-snapshots.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './store-server.ts';
 
@@ -21,7 +26,11 @@ export interface StoreDeps {
   readonly now?: () => number;
   /** How long close() waits for clients to take their last replies before cutting them. */
   readonly shutdownGraceMs?: number;
-  /** Period of the active expiry sweep. */
+  /** Wall clock in unix ms for snapshot expiry times (Date.now by default). */
+  readonly wallNow?: () => number;
+  /** File-system calls of the snapshot code (tests inject a full disk). */
+  readonly snapshotFs?: SnapshotFileSystem;
+  /** Period of the active expiry sweep (and of the background rehash step). */
   readonly sweepIntervalMs?: number;
 }
 
@@ -32,6 +41,10 @@ export interface StoreService {
   readonly registry: Registry;
   readonly metrics: StoreMetrics;
   readonly server: StoreServer;
+  /** The expiry sweep and the background rehash step. */
+  readonly background: BackgroundWork;
+  /** Periodic snapshots, when STORE_SNAPSHOT_INTERVAL_S > 0 (runNow() starts one at once). */
+  readonly periodicSnapshots: PeriodicSnapshots | undefined;
   /** Graceful: stop accepting, answer what was received, end every socket, close the admin port. */
   close(): Promise<void>;
   /** Immediate and idempotent. */
@@ -39,10 +52,14 @@ export interface StoreService {
 }
 
 const PROBE_TIMEOUT_MS = 1000;
-// Like Redis's active expiry: ten sweeps a second, each a few ms of work at most, so
-// expired keys leave USAGE well within SPEC's 2 s without stalling clients.
+const SNAPSHOT_SLICE_MS = 1;
+// Like Redis's cron: ten times a second, an expiry slice of at most 2 ms and a rehash step
+// of at most 1 ms; while keys are still due, further slices follow at once with client I/O
+// in between (background-work.ts), so expired keys leave USAGE within SPEC's 2 s without
+// stalling clients.
 const SWEEP_INTERVAL_MS = 100;
-const SWEEP_BUDGET_MS = 3;
+const SWEEP_SLICE_MS = 2;
+const REHASH_STEP_MS = 1;
 
 /** The address the store reaches itself at: a wildcard bind is probed on loopback. */
 function selfAddress(host: string): string {
@@ -58,7 +75,14 @@ function selfAddress(host: string): string {
 export async function startStoreService(config: StoreConfig, deps: StoreDeps): Promise<StoreService> {
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
-  const engine = new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
+  const createEngine = (): KvEngine => new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
+  const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
+  const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
+  // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
+  const loaded = snapshots
+    ? await loadSnapshot(snapshots, createEngine, { required: config.snapshotRequired, maxValueBytes: config.maxValueBytes })
+    : undefined;
+  const engine = loaded?.engine ?? createEngine();
   // The self-probe's own sockets. The store recognises the server side of one by its
   // peer address (this process's probe socket), and lets it past MAX_CONNECTIONS.
   const probeSockets = new Set<Socket>();
@@ -114,8 +138,20 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     throw err;
   }
 
-  const sweep = setInterval(() => engine.sweepExpired(SWEEP_BUDGET_MS), deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS);
-  sweep.unref();
+  if (snapshots && loaded?.status === 'loaded' && config.snapshotIntervalS === 0) {
+    // Serving makes the loaded file stale: a crash before the next clean stop must find
+    // none (a cold cache), never data older than what clients were told (SPEC §7).
+    await rm(snapshots.path, { force: true });
+    logger.info({ path: snapshots.path }, 'snapshot consumed: the next one is written at shutdown');
+  }
+
+  // A periodic snapshot works in slices of about this long, so a client waits at most one.
+  const periodicSnapshots =
+    snapshots && config.snapshotIntervalS > 0 ? new PeriodicSnapshots(snapshots, engine, config.snapshotIntervalS * 1000, SNAPSHOT_SLICE_MS) : undefined;
+  periodicSnapshots?.start();
+
+  const background = new BackgroundWork({ engine, periodMs: deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS, sliceMs: SWEEP_SLICE_MS, rehashMs: REHASH_STEP_MS });
+  background.start();
 
   logger.info(
     {
@@ -127,6 +163,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       maxConnections: config.maxConnections,
       idleTimeoutMs: config.idleTimeoutMs,
       maxValueBytes: config.maxValueBytes,
+      snapshotPath: config.snapshotPath || undefined,
+      snapshotIntervalS: config.snapshotIntervalS,
+      keys: engine.keyCount,
     },
     'kvstore ready',
   );
@@ -140,13 +179,22 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     registry,
     metrics,
     server: tcp,
+    background,
+    periodicSnapshots,
     close() {
       closed ??= (async () => {
         closing = true;
-        clearInterval(sweep);
+        background.stop();
         logger.info({ connections: tcp.connectionCount }, 'kvstore shutting down');
-        await tcp.close(deps.shutdownGraceMs ?? 3000);
-        await closeServer(admin);
+        try {
+          await tcp.close(deps.shutdownGraceMs ?? 3000);
+          // Every reply is out and no client is left: a periodic snapshot under way is
+          // abandoned, and the final one holds every acknowledged write.
+          await periodicSnapshots?.stop();
+          if (snapshots) await saveSnapshot(snapshots, engine);
+        } finally {
+          await closeServer(admin);
+        }
         logger.info('kvstore stopped');
       })();
       return closed;
@@ -154,7 +202,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     destroy() {
       if (destroyed) return;
       destroyed = closing = true;
-      clearInterval(sweep);
+      background.stop();
+      void periodicSnapshots?.stop();
       tcp.destroy();
       admin.closeAllConnections();
       admin.close();

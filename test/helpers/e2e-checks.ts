@@ -116,6 +116,8 @@ export function defineStackChecks(stack: () => Stack): void {
     );
     await stack().startStore();
     await prom.waitFor('the backend to reach the store again', async () => ((await http('/e2e-after')).status === 404 ? true : undefined));
+    // Warm restart: the store wrote its snapshot when it stopped and loaded it again.
+    expect(await (await http('/e2e-greeting')).text()).toBe('hello from http');
     expect((await http('/e2e-after', { method: 'PUT', body: 'back' })).status).toBe(204);
     expect(await (await http('/e2e-after')).text()).toBe('back');
     await prom.waitFor('kvbackend_store_up back to 1', async () => ((await prom.query('kvbackend_store_up == 1')).length > 0 ? true : undefined));

@@ -1,0 +1,279 @@
+// Stalls the store makes its clients see while it grows, and while it sweeps an expiry storm.
+//
+//   node bench/growth-stall.ts [--mode load|storm] [--keys N] [--value-bytes 100]
+//        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|both]
+//
+// Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
+// keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
+// own thread and connection, sends PING every millisecond and records every round trip.
+//   --mode load   the worst round trip while the keys go in: the hash table and the slot
+//                 arrays grow the whole time, so a stop-the-world growth shows as a stall.
+//   --mode storm  SETEX with --ttl seconds (default 1,000,000 keys, 2 s): the keys expire
+//                 within about as long as they took to load. Reports how long after the
+//                 last expiry USAGE (Redis: DBSIZE) reaches 0, and the worst PING while
+//                 the sweep works.
+// Redis is driven with the same loader (inline commands), for its figure beside ours. This
+// is a measurement, not a test: on a shared machine the scheduler alone can add
+// milliseconds to any round trip, so compare runs made close together.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, connect, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const nowMs = (): number => performance.timeOrigin + performance.now();
+
+interface PhaseStats {
+  pings: number;
+  worstMs: number;
+  over1Ms: number;
+  over5Ms: number;
+}
+
+// ---------------------------------------------------------------- the prober (worker thread)
+
+function runProber(port: number, crlf: boolean): void {
+  const sock = connect({ port, host: '127.0.0.1', noDelay: true });
+  const sent: number[] = [];
+  let head = 0;
+  const phases = new Map<string, PhaseStats>();
+  let phase: PhaseStats = { pings: 0, worstMs: 0, over1Ms: 0, over5Ms: 0 };
+  phases.set('start', phase);
+  const ping = crlf ? 'PING\r\n' : 'PING\n';
+  let timer: NodeJS.Timeout | undefined;
+  sock.on('connect', () => {
+    timer = setInterval(() => {
+      sent.push(nowMs());
+      sock.write(ping);
+    }, 1);
+  });
+  sock.on('data', (chunk: Buffer) => {
+    const t = nowMs();
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
+      const rtt = t - sent[head++]!;
+      phase.pings++;
+      if (rtt > phase.worstMs) phase.worstMs = rtt;
+      if (rtt > 1) phase.over1Ms++;
+      if (rtt > 5) phase.over5Ms++;
+    }
+    if (head > 4096) {
+      sent.splice(0, head);
+      head = 0;
+    }
+  });
+  sock.on('error', (err) => parentPort!.postMessage({ error: String(err) }));
+  parentPort!.on('message', (m: { phase?: string; report?: boolean }) => {
+    if (m.phase !== undefined) {
+      phase = { pings: 0, worstMs: 0, over1Ms: 0, over5Ms: 0 };
+      phases.set(m.phase, phase);
+    }
+    if (m.report) {
+      clearInterval(timer);
+      sock.destroy();
+      parentPort!.postMessage({ phases: Object.fromEntries(phases) });
+    }
+  });
+}
+
+if (!isMainThread) {
+  const { port, crlf } = workerData as { port: number; crlf: boolean };
+  runProber(port, crlf);
+} else {
+  await main();
+}
+
+// ---------------------------------------------------------------- the bench (main thread)
+
+async function main(): Promise<void> {
+  const { values: opts } = parseArgs({
+    options: {
+      mode: { type: 'string', default: 'load' },
+      keys: { type: 'string' },
+      'value-bytes': { type: 'string', default: '100' },
+      ttl: { type: 'string', default: '2' },
+      conns: { type: 'string', default: '2' },
+      batch: { type: 'string', default: '256' },
+      target: { type: 'string', default: 'kvstack' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (opts.help) {
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|both]');
+    return;
+  }
+  const mode = opts.mode;
+  if (mode !== 'load' && mode !== 'storm') throw new Error('--mode must be load or storm');
+  const count = (name: string, text: string): number => {
+    const n = Number(text);
+    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${text}`);
+    return n;
+  };
+  const keys = count('keys', opts.keys ?? (mode === 'load' ? '8000000' : '1000000'));
+  const settings = {
+    mode,
+    keys,
+    valueBytes: count('value-bytes', opts['value-bytes']),
+    ttl: count('ttl', opts.ttl),
+    conns: count('conns', opts.conns),
+    batch: count('batch', opts.batch),
+  };
+  const targets = opts.target === 'both' ? ['kvstack', 'redis'] : [opts.target];
+  for (const t of targets) {
+    if (t !== 'kvstack' && t !== 'redis') throw new Error('--target must be kvstack, redis or both');
+    if (t === 'redis' && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) throw new Error('redis-server is not on PATH');
+    const server = t === 'kvstack' ? await startStore() : await startRedis();
+    try {
+      const result = await measure(server, settings);
+      console.log(JSON.stringify({ target: t, ...settings, ...result }));
+    } finally {
+      server.child.kill('SIGKILL');
+      await once(server.child, 'exit').catch(() => {});
+    }
+  }
+}
+
+interface Target {
+  readonly child: ChildProcess;
+  readonly port: number;
+  /** Redis speaks inline commands with CRLF; its empty-check is DBSIZE. */
+  readonly redis: boolean;
+}
+
+function startStore(): Promise<Target> {
+  const child = spawn(process.execPath, ['services/store/main.ts'], {
+    cwd: root,
+    env: { ...process.env, STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(16 * 1024 ** 3), LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let partial = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      partial += c.toString();
+      for (let lf = partial.indexOf('\n'); lf !== -1; lf = partial.indexOf('\n')) {
+        const line = partial.slice(0, lf);
+        partial = partial.slice(lf + 1);
+        if (line.includes('"kvstore ready"')) resolve({ child, port: (JSON.parse(line) as { port: number }).port, redis: false });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`store exited (${code}) before it was ready`)));
+  });
+}
+
+async function startRedis(): Promise<Target> {
+  const probe = createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const port = (probe.address() as { port: number }).port;
+  probe.close();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      if (c.toString().includes('Ready to accept connections')) resolve({ child, port, redis: true });
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready`)));
+  });
+}
+
+async function open(port: number): Promise<Socket> {
+  const sock = connect({ port, host: '127.0.0.1', noDelay: true });
+  await once(sock, 'connect');
+  return sock;
+}
+
+/** Sends `total` commands made by `line(i)` over `conns` connections, `batch` per write, two batches in flight each. */
+async function pipeline(port: number, total: number, conns: number, batch: number, line: (i: number) => string): Promise<void> {
+  let next = 0;
+  const one = async (): Promise<void> => {
+    const sock = await open(port);
+    let outstanding = 0;
+    let done: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    // Two batches in flight: the next one goes out when one has been answered.
+    const send = () => {
+      const start = next;
+      const end = Math.min(total, start + batch);
+      if (end === start) return;
+      let text = '';
+      for (let i = start; i < end; i++) text += line(i);
+      next = end;
+      outstanding += end - start;
+      sock.write(text);
+    };
+    sock.on('data', (chunk: Buffer) => {
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) outstanding--;
+      if (outstanding <= batch) send();
+      if (outstanding === 0 && next >= total) done();
+    });
+    send();
+    send();
+    if (outstanding === 0) done!();
+    await finished;
+    sock.destroy();
+  };
+  await Promise.all(Array.from({ length: conns }, one));
+}
+
+/** One request/reply at a time: the reply line without its line end. */
+async function ask(sock: Socket, command: string): Promise<string> {
+  sock.write(command);
+  let got = '';
+  while (!got.includes('\n')) {
+    const [chunk] = (await once(sock, 'data')) as [Buffer];
+    got += chunk.toString();
+  }
+  return got.trim();
+}
+
+async function measure(target: Target, s: { mode: string; keys: number; valueBytes: number; ttl: number; conns: number; batch: number }) {
+  const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis } });
+  const report = new Promise<Record<string, PhaseStats>>((resolve, reject) => {
+    prober.on('message', (m: { phases?: Record<string, PhaseStats>; error?: string }) => {
+      if (m.error) reject(new Error(`prober: ${m.error}`));
+      if (m.phases) resolve(m.phases);
+    });
+    prober.on('error', reject);
+  });
+  const eol = target.redis ? '\r\n' : '\n';
+  const value = 'v'.repeat(s.valueBytes);
+  const key = (i: number) => `key:${String(i).padStart(10, '0')}`;
+  const line = s.mode === 'load' ? (i: number) => `SET ${key(i)} ${value}${eol}` : (i: number) => `SETEX ${key(i)} ${s.ttl} ${value}${eol}`;
+
+  await new Promise((r) => setTimeout(r, 200)); // the prober connects and starts
+  prober.postMessage({ phase: 'load' });
+  const t0 = nowMs();
+  await pipeline(target.port, s.keys, s.conns, s.batch, line);
+  const loadedAt = nowMs();
+  const result: Record<string, unknown> = { loadSeconds: +((loadedAt - t0) / 1000).toFixed(2) };
+
+  if (s.mode === 'storm') {
+    // Every key has expired by loadedAt + ttl; wait for the store to report nothing held.
+    prober.postMessage({ phase: 'sweep' });
+    const check = await open(target.port);
+    const emptyCommand = target.redis ? `DBSIZE${eol}` : `USAGE${eol}`;
+    const empty = target.redis ? ':0' : 'USAGE 0';
+    let reply = '';
+    let countAtExpiry: string | undefined;
+    const lastExpiry = loadedAt + s.ttl * 1000;
+    for (;;) {
+      reply = await ask(check, emptyCommand);
+      if (countAtExpiry === undefined && nowMs() >= lastExpiry) countAtExpiry = reply;
+      if (reply === empty) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const emptyAt = nowMs();
+    check.destroy();
+    result.atLastExpiry = countAtExpiry;
+    result.emptySecondsAfterLastExpiry = +((emptyAt - lastExpiry) / 1000).toFixed(2);
+  } else {
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  prober.postMessage({ report: true });
+  const phases = await report;
+  await prober.terminate();
+  for (const [name, p] of Object.entries(phases)) {
+    if (name === 'start') continue;
+    result[name] = { pings: p.pings, worstMs: +p.worstMs.toFixed(2), over1Ms: p.over1Ms, over5Ms: p.over5Ms };
+  }
+  return result;
+}

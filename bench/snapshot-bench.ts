@@ -1,0 +1,155 @@
+// Warm restart against Redis: the same keys (default 1,000,000 of 100 bytes) loaded into a
+// fresh kvstack store and a fresh Redis; then the time to write the snapshot (kvstack: at
+// SIGTERM, from its `snapshot saved` log line; Redis: the SAVE command's round trip), the
+// file sizes, and the time to load it at the next start (kvstack: its `snapshot loaded`
+// line; Redis: its "DB loaded from disk" line). Rounds alternate the two systems; medians
+// and ranges are reported.
+//
+//   node bench/snapshot-bench.ts [--keys n] [--value-size b] [--rounds n] [--no-redis]
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort } from '../services/shared/free-port.ts';
+import { jsonLineWithMsg, parseJsonLine, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
+import { kvBench, root } from './bench-processes.ts';
+import { median } from './median.ts';
+
+interface Round {
+  readonly saveMs: number;
+  readonly loadMs: number;
+  readonly bytes: number;
+  readonly keys: number;
+}
+
+const { values } = parseArgs({
+  options: {
+    keys: { type: 'string', default: '1000000' },
+    'value-size': { type: 'string', default: '100' },
+    rounds: { type: 'string', default: '3' },
+    redis: { type: 'boolean', default: true },
+  },
+  allowNegative: true,
+});
+const keys = Number(values.keys);
+const valueSize = Number(values['value-size']);
+const rounds = Number(values.rounds);
+const log = (text: string) => process.stderr.write(`snapshot-bench: ${text}\n`);
+
+function load(port: number, protocol: 'line' | 'resp') {
+  const args = ['--host', '127.0.0.1', '--port', String(port), '-n', '0', '-r', String(keys), '--value-size', String(valueSize), '-c', '50'];
+  if (protocol === 'resp') args.push('--protocol', 'resp');
+  return kvBench(args);
+}
+
+/** Starts a store with the snapshot at `path`, collecting its JSON log lines. */
+async function startStore(path: string): Promise<{ p: ReadyProcess<Record<string, unknown>>; logs: Record<string, unknown>[] }> {
+  const logs: Record<string, unknown>[] = [];
+  const p = await spawnUntilReady({
+    label: 'store',
+    command: process.execPath,
+    args: ['services/store/main.ts'],
+    cwd: root,
+    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(8 * 1024 ** 3), LOG_LEVEL: 'info', STORE_SNAPSHOT_PATH: path },
+    ready: jsonLineWithMsg('kvstore ready'),
+    onLine: (line) => {
+      const entry = parseJsonLine(line);
+      if (entry) logs.push(entry);
+    },
+    timeoutMs: 600_000,
+    detached: true,
+  });
+  return { p, logs };
+}
+
+async function kvstackRound(): Promise<Round> {
+  const dir = mkdtempSync(join(tmpdir(), 'kvstack-snapbench-'));
+  const path = join(dir, 'store.snapshot');
+  try {
+    const first = await startStore(path);
+    await load(first.p.ready.port as number, 'line');
+    await first.p.stop('SIGTERM', 600_000);
+    const saved = first.logs.find((l) => l.msg === 'snapshot saved');
+    if (!saved) throw new Error('the store wrote no snapshot');
+    const second = await startStore(path);
+    const loaded = second.logs.find((l) => l.msg === 'snapshot loaded')!;
+    second.p.kill();
+    return { saveMs: saved.ms as number, loadMs: loaded.ms as number, bytes: saved.bytes as number, keys: loaded.keys as number };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function redisCommand(port: number, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let reply = '';
+    socket.on('connect', () => socket.write(`${command}\r\n`));
+    socket.on('data', (c: Buffer) => {
+      reply += c.toString();
+      if (reply.includes('\r\n')) {
+        socket.destroy();
+        resolve(reply);
+      }
+    });
+    socket.on('error', reject);
+  });
+}
+
+async function startRedis(dir: string, port: number, lines: string[]): Promise<ReadyProcess<true>> {
+  return spawnUntilReady({
+    label: 'redis-server',
+    command: 'redis-server',
+    args: ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', 'dump.rdb', '--save', '', '--appendonly', 'no'],
+    ready: (line) => (line.includes('Ready to accept connections') ? true : undefined),
+    onLine: (line) => lines.push(line),
+    timeoutMs: 600_000,
+    detached: true,
+  });
+}
+
+async function redisRound(): Promise<Round> {
+  const dir = mkdtempSync(join(tmpdir(), 'redis-snapbench-'));
+  try {
+    const port = await freePort();
+    const first = await startRedis(dir, port, []);
+    await load(port, 'resp');
+    const t0 = performance.now();
+    const reply = await redisCommand(port, 'SAVE');
+    const saveMs = performance.now() - t0;
+    if (!reply.startsWith('+OK')) throw new Error(`SAVE answered ${reply}`);
+    first.kill();
+    await first.exited;
+    const lines: string[] = [];
+    const second = await startRedis(dir, port, lines);
+    const loadedLine = lines.find((l) => l.includes('DB loaded from disk'));
+    const dbsize = Number((await redisCommand(port, 'DBSIZE')).slice(1));
+    second.kill();
+    const seconds = Number(/DB loaded from disk: ([\d.]+) seconds/.exec(loadedLine ?? '')?.[1]);
+    return { saveMs, loadMs: seconds * 1000, bytes: statSync(join(dir, 'dump.rdb')).size, keys: dbsize };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const fmtRange = (xs: number[], digits = 0): string =>
+  `${median(xs)!.toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+
+const withRedis = values.redis && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+const results: Record<'kvstack' | 'redis', Round[]> = { kvstack: [], redis: [] };
+for (let r = 1; r <= rounds; r++) {
+  const order: ('kvstack' | 'redis')[] = r % 2 === 1 ? ['kvstack', 'redis'] : ['redis', 'kvstack'];
+  for (const system of order) {
+    if (system === 'redis' && !withRedis) continue;
+    log(`${system}, round ${r}/${rounds}: ${keys} keys of ${valueSize} bytes ...`);
+    results[system].push(system === 'kvstack' ? await kvstackRound() : await redisRound());
+  }
+}
+const lines = [`snapshot: ${keys} keys of ${valueSize} bytes, median (range) of ${rounds} rounds, Node ${process.version}`, ''];
+const row = (name: string, f: (r: Round) => number, digits = 0) =>
+  `${name.padEnd(22)} kvstack ${fmtRange(results.kvstack.map(f), digits).padEnd(26)} ${withRedis ? `Redis ${fmtRange(results.redis.map(f), digits)}` : ''}`;
+lines.push(row('save ms', (r) => r.saveMs), row('load ms', (r) => r.loadMs), row('file MiB', (r) => r.bytes / 2 ** 20, 1));
+lines.push(`keys loaded: kvstack ${results.kvstack.map((r) => r.keys).join(', ')}; Redis ${results.redis.map((r) => r.keys).join(', ')}`);
+process.stdout.write(lines.join('\n') + '\n');

@@ -1,0 +1,175 @@
+import * as fsp from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+// Crash-safe snapshot files: a snapshot is written to `<path>.tmp` in the same directory,
+// fsynced, renamed over `<path>`, and the directory is fsynced, so a crash at any moment
+// leaves the old file or the new one, never a torn one. A failed write removes the
+// temporary file and leaves the previous snapshot as it was.
+
+/** The part of a file handle the snapshot code uses (node:fs/promises' FileHandle fits). */
+export interface SnapshotFileHandle {
+  write(buffer: Uint8Array, offset?: number, length?: number, position?: number | null): Promise<{ bytesWritten: number }>;
+  read(buffer: Uint8Array, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The file-system calls the snapshot code makes; tests inject failures (a full disk) here. */
+export interface SnapshotFileSystem {
+  open(path: string, flags: string): Promise<SnapshotFileHandle>;
+  rename(from: string, to: string): Promise<void>;
+  rm(path: string, options: { force: boolean }): Promise<void>;
+}
+
+export const nodeFileSystem: SnapshotFileSystem = {
+  open: (path, flags) => fsp.open(path, flags),
+  rename: fsp.rename,
+  rm: fsp.rm,
+};
+
+export const temporaryPathOf = (path: string): string => join(dirname(path), `.${basename(path)}.tmp`);
+
+/**
+ * Writes one snapshot: chunks are queued with write() (the caller pauses while
+ * `queuedBytes` is high, awaiting drained()), then commit() makes the file durable and
+ * puts it in place, or abort() drops it. The first failed write fails commit() and
+ * drained() too; nothing is renamed then.
+ */
+export class SnapshotFileWriter {
+  readonly path: string;
+  readonly temporaryPath: string;
+  readonly #fs: SnapshotFileSystem;
+  readonly #handle: SnapshotFileHandle;
+  #queue: Promise<void> = Promise.resolve();
+  #queuedBytes = 0;
+  #written = 0;
+  #error: unknown;
+  #done = false;
+
+  private constructor(path: string, handle: SnapshotFileHandle, fs: SnapshotFileSystem) {
+    this.path = path;
+    this.temporaryPath = temporaryPathOf(path);
+    this.#handle = handle;
+    this.#fs = fs;
+  }
+
+  static async create(path: string, fs: SnapshotFileSystem = nodeFileSystem): Promise<SnapshotFileWriter> {
+    const handle = await fs.open(temporaryPathOf(path), 'w');
+    return new SnapshotFileWriter(path, handle, fs);
+  }
+
+  /** Bytes queued but not yet written. */
+  get queuedBytes(): number {
+    return this.#queuedBytes;
+  }
+
+  get writtenBytes(): number {
+    return this.#written;
+  }
+
+  /** The first write error, if any (later writes are skipped). */
+  get failed(): boolean {
+    return this.#error !== undefined;
+  }
+
+  write(chunk: Buffer): void {
+    if (this.#done) throw new Error('snapshot writer already committed or aborted');
+    this.#queuedBytes += chunk.length;
+    this.#queue = this.#queue.then(async () => {
+      this.#queuedBytes -= chunk.length;
+      if (this.#error !== undefined) return;
+      try {
+        let at = 0;
+        while (at < chunk.length) {
+          const { bytesWritten } = await this.#handle.write(chunk, at, chunk.length - at, null);
+          at += bytesWritten;
+        }
+        this.#written += chunk.length;
+      } catch (err) {
+        this.#error = err;
+      }
+    });
+  }
+
+  /** Resolves when every queued chunk is written; rejects with the first write error. */
+  async drained(): Promise<void> {
+    await this.#queue;
+    if (this.#error !== undefined) throw this.#error;
+  }
+
+  /** fsync, close, rename over the path, fsync the directory. On failure the temporary file is removed. */
+  async commit(): Promise<void> {
+    this.#done = true;
+    try {
+      await this.drained();
+      await this.#handle.sync();
+      await this.#handle.close();
+    } catch (err) {
+      await this.#discard();
+      throw err;
+    }
+    try {
+      await this.#fs.rename(this.temporaryPath, this.path);
+    } catch (err) {
+      await this.#fs.rm(this.temporaryPath, { force: true }).catch(() => {});
+      throw err;
+    }
+    await syncDirectory(this.#fs, dirname(this.path));
+  }
+
+  /** Drops the temporary file; the previous snapshot stays. Idempotent. */
+  async abort(): Promise<void> {
+    if (this.#done) return;
+    this.#done = true;
+    await this.#queue;
+    await this.#discard();
+  }
+
+  async #discard(): Promise<void> {
+    await this.#handle.close().catch(() => {});
+    await this.#fs.rm(this.temporaryPath, { force: true }).catch(() => {});
+  }
+}
+
+/** Makes a rename durable: fsync of the directory that holds the entry. */
+async function syncDirectory(fs: SnapshotFileSystem, dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+const READ_CHUNK_BYTES = 1 << 20;
+
+/**
+ * Feeds the file at `path` to `push` in chunks (each a fresh buffer: the decoder keeps a
+ * chunk while a record spans several). Resolves false when there is no such file.
+ */
+export async function readSnapshotFile(path: string, push: (chunk: Buffer) => void, fs: SnapshotFileSystem = nodeFileSystem): Promise<boolean> {
+  let handle: SnapshotFileHandle;
+  try {
+    handle = await fs.open(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+  try {
+    for (;;) {
+      const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) return true;
+      push(buf.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Renames a bad snapshot aside, to `<path>.corrupt-<unix seconds>`, and returns the new path. */
+export async function setAside(path: string, nowMs: number, fs: SnapshotFileSystem = nodeFileSystem): Promise<string> {
+  const aside = `${path}.corrupt-${Math.floor(nowMs / 1000)}`;
+  await fs.rename(path, aside);
+  return aside;
+}

@@ -1,0 +1,261 @@
+import { crc32 } from 'node:zlib';
+
+// The snapshot file format (version 1), all integers little-endian:
+//
+//   header   8  magic "KVSNAPSH"
+//            4  format version (u32) = 1
+//            4  flags (u32), 0; a reader refuses bits it does not know
+//            8  the moment the snapshot began, unix ms (f64)
+//   record   1  type 0x01
+//            1  key length k, 1..250
+//            4  value length v (u32)
+//            8  expiry, unix ms (f64); 0 = no expiry
+//            k  key bytes
+//            v  value bytes
+//   trailer  1  type 0xFF
+//            8  number of records (u64)
+//            4  CRC-32 (IEEE 802.3, as zlib's crc32) of every byte before it
+//
+// Records come in the order of the store's LRU list at the time each was written, least
+// recently used first, so a load that inserts them in file order ends with the most
+// recently used keys the most recent (and a smaller cap keeps those).
+
+export const SNAPSHOT_MAGIC = Buffer.from('KVSNAPSH', 'latin1');
+export const SNAPSHOT_VERSION = 1;
+export const HEADER_BYTES = 24;
+export const RECORD_HEAD_BYTES = 14;
+export const TRAILER_BYTES = 13;
+const RECORD = 0x01;
+const END = 0xff;
+const MAX_KEY_BYTES = 250;
+
+export type SnapshotFormatErrorReason = 'truncated' | 'checksum' | 'version' | 'magic' | 'corrupt';
+
+/** A file that is not a whole, intact snapshot this version can read. */
+export class SnapshotFormatError extends Error {
+  override name = 'SnapshotFormatError';
+  readonly reason: SnapshotFormatErrorReason;
+  constructor(reason: SnapshotFormatErrorReason, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+const DEFAULT_CHUNK_BYTES = 1 << 20;
+
+/**
+ * Serialises records into chunks of about `chunkBytes` and hands each full chunk to
+ * `sink`, which owns it from then on (the encoder never touches it again). Values larger
+ * than a chunk get a chunk of their own size.
+ */
+export class SnapshotEncoder {
+  readonly #sink: (chunk: Buffer) => void;
+  readonly #chunkBytes: number;
+  #chunk: Buffer;
+  #at = 0;
+  #crc = 0;
+  #records = 0;
+  #bytes = 0;
+  #finished = false;
+
+  constructor(sink: (chunk: Buffer) => void, createdAtMs: number, chunkBytes = DEFAULT_CHUNK_BYTES) {
+    this.#sink = sink;
+    this.#chunkBytes = chunkBytes;
+    this.#chunk = Buffer.allocUnsafe(chunkBytes);
+    const h = this.#room(HEADER_BYTES);
+    SNAPSHOT_MAGIC.copy(h, this.#at);
+    h.writeUInt32LE(SNAPSHOT_VERSION, this.#at + 8);
+    h.writeUInt32LE(0, this.#at + 12);
+    h.writeDoubleLE(createdAtMs, this.#at + 16);
+    this.#at += HEADER_BYTES;
+  }
+
+  get records(): number {
+    return this.#records;
+  }
+
+  /** Bytes handed to the sink so far (the whole file once finished). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** One entry; `expiresAtMs` is unix ms, 0 for none. */
+  record(src: Uint8Array, keyStart: number, keyEnd: number, valueStart: number, valueEnd: number, expiresAtMs: number): void {
+    const k = keyEnd - keyStart;
+    const v = valueEnd - valueStart;
+    const c = this.#room(RECORD_HEAD_BYTES + k + v);
+    let at = this.#at;
+    c[at] = RECORD;
+    c[at + 1] = k;
+    c.writeUInt32LE(v, at + 2);
+    c.writeDoubleLE(expiresAtMs, at + 6);
+    at += RECORD_HEAD_BYTES;
+    c.set(src.subarray(keyStart, keyEnd), at);
+    at += k;
+    c.set(src.subarray(valueStart, valueEnd), at);
+    this.#at = at + v;
+    this.#records++;
+  }
+
+  /** Writes the trailer and hands over the last chunk. */
+  finish(): void {
+    if (this.#finished) throw new Error('snapshot encoder already finished');
+    this.#finished = true;
+    const c = this.#room(TRAILER_BYTES);
+    c[this.#at] = END;
+    c.writeBigUInt64LE(BigInt(this.#records), this.#at + 1);
+    this.#at += 9;
+    this.#crc = crc32(c.subarray(0, this.#at), this.#crc);
+    c.writeUInt32LE(this.#crc, this.#at);
+    this.#at += 4;
+    this.#hand();
+  }
+
+  /** The current chunk with room for `n` more bytes (a new one when it is short). */
+  #room(n: number): Buffer {
+    if (this.#at + n <= this.#chunk.length) return this.#chunk;
+    if (this.#at > 0) {
+      this.#crc = crc32(this.#chunk.subarray(0, this.#at), this.#crc);
+      this.#hand();
+    }
+    this.#chunk = Buffer.allocUnsafe(Math.max(n, this.#chunkBytes));
+    return this.#chunk;
+  }
+
+  #hand(): void {
+    const out = this.#chunk.subarray(0, this.#at);
+    this.#bytes += out.length;
+    this.#at = 0;
+    this.#chunk = Buffer.alloc(0);
+    this.#sink(out);
+  }
+}
+
+/** What the decoder hands over for each record: positions in `src`, valid only during the call. */
+export type RecordHandler = (src: Buffer, keyStart: number, keyEnd: number, valueStart: number, valueEnd: number, expiresAtMs: number) => void;
+
+export interface SnapshotSummary {
+  readonly version: number;
+  readonly createdAtMs: number;
+  readonly records: number;
+  readonly bytes: number;
+}
+
+/**
+ * Parses a snapshot fed in chunks of any size. Each record is handed to `onRecord` as soon
+ * as it is whole; `end()` checks the trailer (count and checksum). A caller that applies
+ * records as they come must discard them when push() or end() throws.
+ */
+export class SnapshotDecoder {
+  readonly #onRecord: RecordHandler;
+  /** Bytes not yet consumed, in arrival order. */
+  #pieces: Buffer[] = [];
+  #pendingBytes = 0;
+  /** Pending bytes needed before parsing can move on. */
+  #need = HEADER_BYTES;
+  #crc = 0;
+  #bytes = 0;
+  #records = 0;
+  #version = 0;
+  #createdAtMs = 0;
+  #header = false;
+  #ended = false;
+
+  constructor(onRecord: RecordHandler) {
+    this.#onRecord = onRecord;
+  }
+
+  /** Takes `chunk` (it may be kept until the record it ends is whole: do not reuse it). */
+  push(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    // Pieces wait until there are enough bytes for the next step, so a record spread over
+    // many chunks is joined once, not once per chunk.
+    this.#pieces.push(chunk);
+    this.#pendingBytes += chunk.length;
+    if (this.#pendingBytes < this.#need) return;
+    const buf = this.#pieces.length === 1 ? this.#pieces[0]! : Buffer.concat(this.#pieces, this.#pendingBytes);
+    let at = 0;
+    this.#need = 0;
+    if (!this.#header) {
+      if (buf.length < HEADER_BYTES) {
+        this.#keep(buf, 0, HEADER_BYTES);
+        return;
+      }
+      this.#readHeader(buf);
+      at = HEADER_BYTES;
+    }
+    while (at < buf.length) {
+      if (this.#ended) throw new SnapshotFormatError('corrupt', 'bytes after the trailer');
+      const type = buf[at];
+      if (type === END) {
+        if (buf.length - at < TRAILER_BYTES) {
+          this.#need = TRAILER_BYTES;
+          break;
+        }
+        this.#readTrailer(buf, at);
+        at += TRAILER_BYTES;
+        continue;
+      }
+      if (type !== RECORD) throw new SnapshotFormatError('corrupt', `unknown record type 0x${type!.toString(16)} at byte ${this.#bytes + at}`);
+      if (buf.length - at < RECORD_HEAD_BYTES) {
+        this.#need = RECORD_HEAD_BYTES;
+        break;
+      }
+      const k = buf[at + 1]!;
+      const v = buf.readUInt32LE(at + 2);
+      if (k === 0 || k > MAX_KEY_BYTES) throw new SnapshotFormatError('corrupt', `key length ${k} at byte ${this.#bytes + at}`);
+      const size = RECORD_HEAD_BYTES + k + v;
+      if (buf.length - at < size) {
+        this.#need = size;
+        break;
+      }
+      const expiresAtMs = buf.readDoubleLE(at + 6);
+      const ks = at + RECORD_HEAD_BYTES;
+      this.#onRecord(buf, ks, ks + k, ks + k, ks + k + v, expiresAtMs);
+      this.#records++;
+      at += size;
+    }
+    this.#keep(buf, at, this.#need);
+  }
+
+  /** Checks that the trailer was read and matched; returns what the file held. */
+  end(): SnapshotSummary {
+    if (!this.#header) throw new SnapshotFormatError('truncated', `the file ends inside its header (${this.#pendingBytes} bytes)`);
+    if (!this.#ended) throw new SnapshotFormatError('truncated', `the file ends after ${this.#records} records without its trailer`);
+    return { version: this.#version, createdAtMs: this.#createdAtMs, records: this.#records, bytes: this.#bytes };
+  }
+
+  #readHeader(buf: Buffer): void {
+    if (!buf.subarray(0, 8).equals(SNAPSHOT_MAGIC)) throw new SnapshotFormatError('magic', 'not a kvstack snapshot (bad magic bytes)');
+    const version = buf.readUInt32LE(8);
+    if (version !== SNAPSHOT_VERSION) throw new SnapshotFormatError('version', `format version ${version}, this store reads ${SNAPSHOT_VERSION}`);
+    const flags = buf.readUInt32LE(12);
+    if (flags !== 0) throw new SnapshotFormatError('version', `unknown flags 0x${flags.toString(16)}`);
+    this.#version = version;
+    this.#createdAtMs = buf.readDoubleLE(16);
+    this.#header = true;
+  }
+
+  #readTrailer(buf: Buffer, at: number): void {
+    const count = buf.readBigUInt64LE(at + 1);
+    const stored = buf.readUInt32LE(at + 9);
+    // Everything before the checksum: what was consumed earlier plus this buffer up to it.
+    const crc = crc32(buf.subarray(0, at + 9), this.#crc);
+    if (crc !== stored) throw new SnapshotFormatError('checksum', 'checksum mismatch');
+    if (count !== BigInt(this.#records)) throw new SnapshotFormatError('corrupt', `trailer counts ${count} records, the file holds ${this.#records}`);
+    this.#crc = crc;
+    this.#ended = true;
+  }
+
+  /** Folds the consumed bytes into the checksum and keeps the unconsumed tail until `need` bytes are pending. */
+  #keep(buf: Buffer, at: number, need: number): void {
+    // After the trailer the checksum is final; before it, consumed bytes join the running CRC.
+    if (!this.#ended) this.#crc = crc32(buf.subarray(0, at), this.#crc);
+    this.#bytes += at;
+    // Copy the tail: the caller may reuse its buffer, and a few bytes must not pin a large one.
+    this.#pieces = at === buf.length ? [] : [Buffer.from(buf.subarray(at))];
+    this.#pendingBytes = buf.length - at;
+    this.#need = need;
+  }
+
+}

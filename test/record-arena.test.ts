@@ -1,0 +1,210 @@
+// The record arena's memory: what it holds follows what is live, freed memory leaves at
+// once (no garbage collection), its footprint is accounted exactly, and the engine keeps
+// that footprint under its limit by evicting (lru) or refusing (noeviction).
+import { afterEach, describe, expect, it } from 'vitest';
+import { KvEngine } from '../services/store/kv-engine.ts';
+import { arenaSlackBytes, LARGE_RECORD_BYTES, RecordArena, STEP_BYTES } from '../services/store/record-arena.ts';
+import { destroyAll } from './helpers/cleanup.ts';
+import { parseExposition, sampleValue } from './helpers/exposition.ts';
+import { startTestStore } from './helpers/store-harness.ts';
+
+afterEach(destroyAll);
+
+/** A seeded generator, so a failure replays. */
+function rng(seed: number): (n: number) => number {
+  let s = seed;
+  return (n) => {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    return (s >>> 8) % n;
+  };
+}
+
+/** Records held by owner id, so the test knows where each one lives after chunks move. */
+class Holder {
+  readonly arena = new RecordArena(1 << 30);
+  /** owner → [cls, chunk] */
+  readonly at = new Map<number, [number, number]>();
+  #next = 1;
+
+  add(bytes: number): number {
+    const owner = this.#next++;
+    const cls = this.arena.classOf(bytes);
+    const before = this.arena.footprintBytes;
+    const cost = this.arena.allocCost(cls, bytes);
+    const chunk = this.arena.alloc(cls, owner, bytes);
+    expect(this.arena.footprintBytes - before).toBe(cost);
+    const c = this.arena.classes[cls]!;
+    c.pageOf(chunk).fill(owner & 0xff, c.offsetOf(chunk), c.offsetOf(chunk) + Math.max(1, bytes));
+    this.at.set(owner, [cls, chunk]);
+    return owner;
+  }
+
+  remove(owner: number): void {
+    const [cls, chunk] = this.at.get(owner)!;
+    this.at.delete(owner);
+    const moved = this.arena.free(cls, chunk);
+    if (moved !== -1) this.at.set(moved, [cls, chunk]);
+  }
+
+  verify(): void {
+    const chunks = this.arena.verify((owner, cls, chunk) => {
+      const where = this.at.get(owner);
+      if (where === undefined || where[0] !== cls || where[1] !== chunk) return false;
+      const c = this.arena.classes[cls]!;
+      return c.pageOf(chunk)[c.offsetOf(chunk)] === (owner & 0xff); // the bytes moved with their owner
+    });
+    expect(chunks).toBe(this.at.size);
+  }
+}
+
+describe('record arena', () => {
+  it('accounts every byte it commits: allocCost predicts each allocation, verify recomputes the total', () => {
+    const h = new Holder();
+    const random = rng(7);
+    const live: number[] = [];
+    for (let op = 0; op < 20_000; op++) {
+      if (live.length > 0 && random(3) === 0) {
+        const k = random(live.length);
+        h.remove(live[k]!);
+        live[k] = live[live.length - 1]!;
+        live.pop();
+      } else {
+        const bytes = random(4) === 0 ? random(3 * LARGE_RECORD_BYTES) : random(600);
+        live.push(h.add(bytes));
+      }
+      if (op % 2000 === 0) h.verify();
+    }
+    h.verify();
+  });
+
+  it('gives the memory back as records leave, without a garbage collection', () => {
+    const h = new Holder();
+    const empty = h.arena.footprintBytes;
+    // 40 MB over a size class, a mid-size class and large records.
+    const owners: number[] = [];
+    for (let i = 0; i < 100_000; i++) owners.push(h.add(200));
+    for (let i = 0; i < 1_000; i++) owners.push(h.add(9000));
+    for (let i = 0; i < 150; i++) owners.push(h.add(LARGE_RECORD_BYTES + 1 + i * 1000));
+    const full = h.arena.footprintBytes;
+    expect(full - empty).toBeGreaterThan(40e6);
+    const externalFull = process.memoryUsage().external;
+    const largeRegion = h.arena.classes[h.arena.large]!.pages[0]!;
+
+    for (const owner of owners) h.remove(owner);
+    h.verify();
+    // What stays is at most a spare step per class used; the large records' regions are unmapped.
+    const spareSteps = h.arena.classes[h.arena.classOf(200)]!.step + h.arena.classes[h.arena.classOf(9000)]!.step;
+    expect(h.arena.pageBytes).toBeLessThanOrEqual(spareSteps);
+    expect(h.arena.footprintBytes - empty).toBeLessThan(spareSteps + 4096); // owner arrays shrink back too
+    expect((largeRegion.buffer as ArrayBuffer).detached).toBe(true);
+    // Memory outside the heap dropped by what was freed, though no collection was asked for.
+    expect(externalFull - process.memoryUsage().external).toBeGreaterThan(0.95 * (full - empty));
+  });
+
+  it('writes and compares bytes at any offset and length, word by word or byte by byte', () => {
+    const arena = new RecordArena(1 << 26);
+    const random = rng(3);
+    for (let round = 0; round < 2000; round++) {
+      const bytes = 1 + random(round % 10 === 0 ? 2 * LARGE_RECORD_BYTES : 300);
+      const cls = arena.classOf(bytes);
+      const chunk = arena.alloc(cls, round, bytes);
+      const c = arena.classes[cls]!;
+      const src = Buffer.alloc(bytes + 7);
+      for (let k = 0; k < src.length; k++) src[k] = random(256);
+      const from = random(8);
+      const offset = random(Math.min(bytes, 9));
+      const end = from + bytes - offset;
+      c.write(chunk, offset, src, from, end);
+      const at = c.offsetOf(chunk) + offset;
+      expect(c.pageOf(chunk).subarray(at, at + (end - from)).equals(src.subarray(from, end))).toBe(true);
+      if (offset === 0) {
+        expect(c.startsWith(chunk, src, from, end)).toBe(true);
+        const probe = Buffer.from(src.subarray(from, end));
+        probe[random(probe.length)]! ^= 1;
+        expect(c.startsWith(chunk, probe, 0, probe.length)).toBe(false);
+      }
+    }
+  });
+
+  it('keeps one spare step, so a SET/DELETE at a step edge does not resize each time', () => {
+    const h = new Holder();
+    const perStep = Math.floor(STEP_BYTES / 64);
+    const owners = Array.from({ length: perStep }, () => h.add(64)); // exactly one full step
+    const held = h.arena.pageBytes;
+    for (let i = 0; i < 1000; i++) {
+      h.remove(h.add(64)); // crosses into a second step and back
+      expect(h.arena.pageBytes).toBe(held + STEP_BYTES);
+    }
+    for (const o of owners) h.remove(o);
+    h.verify();
+  });
+});
+
+describe('engine footprint limit', () => {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  const cap = 4 * 1024 * 1024;
+
+  it('under lru, tiny values evict on the footprint before USAGE reaches the cap, and the footprint never passes its limit', () => {
+    const engine = new KvEngine({ maxMemoryBytes: cap, evictionPolicy: 'lru' });
+    expect(engine.footprintLimitBytes).toBe(1.25 * cap + arenaSlackBytes() + (1 << 20));
+    const value = b64('x');
+    for (let i = 0; i < 400_000; i++) {
+      expect(engine.set(`k${i}`, value)).toBe('ok');
+      if (i % 50_000 === 0) expect(engine.footprintBytes).toBeLessThanOrEqual(engine.footprintLimitBytes);
+    }
+    engine.verifyInvariants(); // includes footprint <= limit
+    expect(engine.footprintEvictions).toBeGreaterThan(0);
+    expect(engine.evictions).toBeGreaterThanOrEqual(engine.footprintEvictions);
+    expect(engine.usageBytes).toBeLessThan(cap / 2); // ~9 bytes of data per ~60 bytes held
+    expect(engine.get('k399999')).toBe(value); // the newest keys stay
+  });
+
+  it('under noeviction, a SET that would pass the footprint limit is refused and changes nothing; deleting makes room', () => {
+    const engine = new KvEngine({ maxMemoryBytes: cap, evictionPolicy: 'noeviction' });
+    let i = 0;
+    while (engine.set(`k${i}`, b64('y')) === 'ok') i++;
+    expect(engine.usageBytes).toBeLessThan(cap / 2); // refused on the footprint, not on USAGE
+    const before = { keys: engine.keyCount, usage: engine.usageBytes, footprint: engine.footprintBytes };
+    expect(engine.set(`k${i}`, b64('y'))).toBe('out_of_memory');
+    expect(engine.get(`k${i}`)).toBeUndefined();
+    expect({ keys: engine.keyCount, usage: engine.usageBytes, footprint: engine.footprintBytes }).toEqual(before);
+    expect(engine.evictions).toBe(0);
+    engine.verifyInvariants();
+    for (let k = 0; k < 10_000; k++) engine.delete(`k${k}`);
+    expect(engine.set(`k${i}`, b64('y'))).toBe('ok');
+    engine.verifyInvariants();
+  });
+
+  it('churns values from 1 B to 64 KiB under the cap with the footprint within its limit, then gives it back when every key is deleted', () => {
+    const engine = new KvEngine({ maxMemoryBytes: cap, evictionPolicy: 'lru' });
+    const random = rng(11);
+    const big = Buffer.alloc(64 * 1024, 'v');
+    const keys = 2000;
+    for (let op = 0; op < 20_000; op++) {
+      const k = `key${random(keys)}`;
+      if (random(10) === 0) engine.delete(k);
+      else expect(engine.setBytes(k, big, 0, 1 + random(big.length))).toBe('ok');
+    }
+    engine.verifyInvariants();
+    expect(engine.evictions).toBeGreaterThan(0);
+    for (let k = 0; k < keys; k++) engine.delete(`key${k}`);
+    engine.verifyInvariants();
+    expect(engine.keyCount).toBe(0);
+    expect(engine.arenaBytes).toBeLessThanOrEqual(arenaSlackBytes() / 2 + 64 * 1024); // one spare step per class at most
+  });
+});
+
+describe('memory metrics', () => {
+  it('exports the arena, the footprint and its limit, and footprint evictions', async () => {
+    const store = await startTestStore({ maxMemoryBytes: 1_000_000 });
+    const c = await store.client();
+    expect(await c.request(`SET k ${'z'.repeat(5000)}`)).toBe('OK');
+    const e = parseExposition((await store.admin('/metrics')).body);
+    const engine = store.service.engine;
+    expect(sampleValue(e, 'kvstore_memory_arena_bytes')).toBe(engine.arenaBytes);
+    expect(engine.arenaBytes).toBeGreaterThanOrEqual(5001);
+    expect(sampleValue(e, 'kvstore_memory_footprint_bytes')).toBe(engine.footprintBytes);
+    expect(sampleValue(e, 'kvstore_memory_footprint_limit_bytes')).toBe(engine.footprintLimitBytes);
+    expect(sampleValue(e, 'kvstore_memory_footprint_evictions_total')).toBe(0);
+  });
+});

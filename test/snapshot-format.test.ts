@@ -1,0 +1,135 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { HEADER_BYTES, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+
+interface Entry {
+  key: Buffer;
+  value: Buffer;
+  expiresAtMs: number;
+}
+
+function encode(entries: readonly Entry[], createdAtMs = 1_700_000_000_000, chunkBytes?: number): { file: Buffer; chunks: Buffer[] } {
+  const chunks: Buffer[] = [];
+  const enc = new SnapshotEncoder((c) => chunks.push(c), createdAtMs, chunkBytes);
+  for (const e of entries) {
+    const src = Buffer.concat([Buffer.from('junk'), e.key, e.value]);
+    enc.record(src, 4, 4 + e.key.length, 4 + e.key.length, src.length, e.expiresAtMs);
+  }
+  enc.finish();
+  const file = Buffer.concat(chunks);
+  expect(enc.bytes).toBe(file.length);
+  expect(enc.records).toBe(entries.length);
+  return { file, chunks };
+}
+
+/** Decodes `file` fed in pieces of `step` bytes (0 = whole). */
+function decode(file: Buffer, step = 0): { entries: Entry[]; createdAtMs: number; records: number } {
+  const entries: Entry[] = [];
+  const dec = new SnapshotDecoder((src, ks, ke, vs, ve, expiresAtMs) => {
+    entries.push({ key: Buffer.from(src.subarray(ks, ke)), value: Buffer.from(src.subarray(vs, ve)), expiresAtMs });
+  });
+  const size = step === 0 ? Math.max(file.length, 1) : step;
+  for (let i = 0; i < file.length; i += size) dec.push(file.subarray(i, i + size));
+  const summary = dec.end();
+  expect(summary.bytes).toBe(file.length);
+  return { entries, createdAtMs: summary.createdAtMs, records: summary.records };
+}
+
+function reasonOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof SnapshotFormatError) return err.reason;
+    throw err;
+  }
+  return 'accepted';
+}
+
+const sample: Entry[] = [
+  { key: Buffer.from('a'), value: Buffer.alloc(0), expiresAtMs: 0 },
+  { key: Buffer.from('binary'), value: Buffer.from([0, 1, 0x0d, 0x0a, 0xff, 0x20]), expiresAtMs: 1_800_000_000_123.5 },
+  { key: Buffer.from('κλειδί-ключ-鍵'), value: Buffer.from('ünïcödé value'), expiresAtMs: 0 },
+  { key: Buffer.alloc(250, 0x6b), value: Buffer.alloc(3000, 0x76), expiresAtMs: 42 },
+  { key: Buffer.from('large'), value: Buffer.alloc(3 * 1024 * 1024 + 7, 0x61), expiresAtMs: 0 },
+];
+
+describe('snapshot format', () => {
+  it('round-trips keys, empty, binary and large values and expiry times, whole and in pieces', () => {
+    const { file } = encode(sample, 1_234.5);
+    for (const step of [0, 1 << 20, 4093]) {
+      const got = decode(file, step);
+      expect(got.createdAtMs).toBe(1_234.5);
+      expect(got.records).toBe(sample.length);
+      expect(got.entries).toEqual(sample);
+    }
+    // Byte by byte, without the 3 MiB value.
+    const small = sample.slice(0, 4);
+    expect(decode(encode(small).file, 1).entries).toEqual(small);
+  });
+
+  it('round-trips an empty snapshot', () => {
+    const { file } = encode([]);
+    expect(file.length).toBe(HEADER_BYTES + TRAILER_BYTES);
+    expect(decode(file, 1).entries).toEqual([]);
+  });
+
+  it('hands chunks no larger than the chunk size, except one holding a larger record', () => {
+    const { chunks } = encode(sample, 0, 4096);
+    for (const c of chunks) {
+      if (c.length > 4096) expect(c.length).toBeLessThanOrEqual(14 + 5 + 3 * 1024 * 1024 + 7);
+    }
+    expect(chunks.filter((c) => c.length > 4096)).toHaveLength(1);
+  });
+
+  it('round-trips any records fed in any pieces (property)', () => {
+    const entry = fc.record({
+      key: fc.uint8Array({ minLength: 1, maxLength: 250 }).map((a) => Buffer.from(a)),
+      value: fc.uint8Array({ maxLength: 5000 }).map((a) => Buffer.from(a)),
+      expiresAtMs: fc.oneof(fc.constant(0), fc.double({ min: 1, max: 4e12, noNaN: true })),
+    });
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 40 }), fc.integer({ min: 1, max: 9000 }), fc.integer({ min: 64, max: 8192 }), (entries, step, chunkBytes) => {
+        const { file } = encode(entries, 5, chunkBytes);
+        expect(decode(file, step).entries).toEqual(entries);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('refuses a file cut at any byte as truncated', () => {
+    const { file } = encode(sample.slice(0, 3));
+    for (let cut = 0; cut < file.length; cut++) {
+      expect(reasonOf(() => decode(file.subarray(0, cut), 7)), `cut at ${cut}`).toBe('truncated');
+    }
+  });
+
+  it('refuses a file with any single bit flipped', () => {
+    const { file } = encode(sample.slice(0, 3));
+    const reasons = new Set<string>();
+    for (let i = 0; i < file.length; i++) {
+      for (const bit of [0, 7]) {
+        const bad = Buffer.from(file);
+        bad[i]! ^= 1 << bit;
+        const reason = reasonOf(() => decode(bad, 101));
+        expect(reason, `byte ${i} bit ${bit}`).not.toBe('accepted');
+        reasons.add(reason);
+      }
+    }
+    // Value bytes fail the checksum; the header's magic and version are named as such.
+    expect(reasons).toContain('checksum');
+    expect(reasons).toContain('magic');
+    expect(reasons).toContain('version');
+  });
+
+  it('refuses an unknown version, unknown flags and bytes after the trailer', () => {
+    const { file } = encode(sample.slice(0, 2));
+    const v2 = Buffer.from(file);
+    v2.writeUInt32LE(2, 8);
+    expect(reasonOf(() => decode(v2))).toBe('version');
+    const flagged = Buffer.from(file);
+    flagged.writeUInt32LE(1, 12);
+    expect(reasonOf(() => decode(flagged))).toBe('version');
+    expect(reasonOf(() => decode(Buffer.concat([file, Buffer.from([1])])))).toBe('corrupt');
+    expect(reasonOf(() => decode(Buffer.from('not a snapshot at all, just text')))).toBe('magic');
+  });
+});
