@@ -207,3 +207,24 @@ describe('FastHistogram', () => {
     expect(await fast.metrics()).toContain('h_seconds_count{method="GET"} 1');
   });
 });
+
+describe('store errors by kind', () => {
+  it('counts only the store\'s failures: not an ERROR reply, not a refused argument, not an unknown error (a bug)', async () => {
+    const { createBackendMetrics } = await import('../services/backend/backend-metrics.ts');
+    const errors = await import('../services/client/errors.ts');
+    const registry = new Registry();
+    const metrics = createBackendMetrics({ registry });
+    const observe = metrics.observerFor('s0');
+    observe('GET', 'error', 0.001, new errors.StoreTimeoutError('late'));
+    observe('GET', 'error', 0.001, new errors.StoreUnavailableError('down'));
+    observe('GET', 'error', 0.001, new errors.StoreProtocolError('odd'));
+    observe('SET', 'error', 0.001, new errors.StoreReplyError('out of memory'));
+    observe('SET', 'error', 0.001, new errors.StoreArgumentError('invalid_value', 'LF'));
+    observe('GET', 'error', 0.001, new TypeError('a bug in the backend'));
+    const text = await registry.metrics();
+    for (const kind of ['timeout', 'unavailable', 'protocol']) expect(metricSum(text, 'kvbackend_store_errors_total', `kind="${kind}",shard="s0"`), kind).toBe(1);
+    expect(metricSum(text, 'kvbackend_store_errors_total')).toBe(3);
+    // Every failed command still counts as result="error".
+    expect(metricSum(text, 'kvbackend_store_commands_total', 'result="error"')).toBe(6);
+  });
+});
