@@ -12,6 +12,9 @@
 //   backend-no-metrics... without the metrics (the cost of prom-client on the hot path)
 //   backend-bare      ... with neither
 //   naive             the backend app over one new TCP connection to the store per request
+//   backend-3-shards  the backend as shipped over a ring of three stores (not in the default
+//                     set: --modes backend,backend-3-shards). The key lives on one shard; the
+//                     difference with `backend` is what routing over a ring costs a request
 //
 // `npm run bench` calls runHttpBench(); `node bench/http-bench.ts [--duration s]
 // [--warmup s] [--rounds n] [--connections n] [--modes a,b] [--load-generator wrk|autocannon]
@@ -29,8 +32,20 @@ import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 import { median, medianBy } from './median.ts';
 
-export type HttpBenchMode = 'bare-node' | 'bare-express' | 'backend' | 'backend-no-express' | 'backend-no-logs' | 'backend-no-metrics' | 'backend-bare' | 'naive';
+export type HttpBenchMode =
+  | 'bare-node'
+  | 'bare-express'
+  | 'backend'
+  | 'backend-no-express'
+  | 'backend-no-logs'
+  | 'backend-no-metrics'
+  | 'backend-bare'
+  | 'naive'
+  | 'backend-3-shards';
+/** The modes measured by default (npm run bench). */
 export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-express', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
+/** Every mode, for --modes. */
+export const ALL_HTTP_BENCH_MODES: readonly HttpBenchMode[] = [...HTTP_BENCH_MODES, 'backend-3-shards'];
 
 export interface HttpBenchOptions {
   /** Seconds measured per mode (after the warm-up). */
@@ -244,23 +259,30 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
 
   const reportDir = mkdtempSync(join(tmpdir(), 'kvstack-http-bench-'));
   const load = loadGeneratorName === 'wrk' ? wrkLoadGenerator(reportDir) : autocannonLoadGenerator();
-  const storePort = await freePort();
-  const store = startChild(['services/store/main.ts'], {
-    STORE_HOST: '127.0.0.1',
-    STORE_PORT: String(storePort),
-    STORE_METRICS_PORT: String(await freePort()),
-    LOG_LEVEL: 'warn',
-  });
+  // One store; two more when a mode runs over a ring of three (they hold the key too, so
+  // the ring may route it to any of them).
+  const storeCount = modes.includes('backend-3-shards') ? 3 : 1;
+  const storePorts: number[] = [];
+  const stores: ChildProcess[] = [];
+  for (let i = 0; i < storeCount; i++) {
+    const p = await freePort();
+    storePorts.push(p);
+    stores.push(startChild(['services/store/main.ts'], { STORE_HOST: '127.0.0.1', STORE_PORT: String(p), STORE_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'warn' }));
+  }
+  const [storePort] = storePorts as [number];
   const results: HttpBenchResult[] = [];
   try {
-    await waitForPort(storePort, store);
-    await prefill(storePort, valueBytes);
+    for (const [i, p] of storePorts.entries()) {
+      await waitForPort(p, stores[i]!);
+      await prefill(p, valueBytes);
+    }
     // Rounds interleave the modes (A B C, A B C, ...) so a burst of load from elsewhere
     // on a shared machine does not land on one mode only; each mode reports its median round.
     const runOne = async (mode: HttpBenchMode, round: number): Promise<RoundResult> => {
       const port = await freePort();
       const report = join(reportDir, `${mode}-${round}.json`);
-      const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', String(storePort), '--report', report], {});
+      const servedStores = mode === 'backend-3-shards' ? storePorts.join(',') : String(storePort);
+      const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', servedStores, '--report', report], {});
       let r: LoadRun;
       let storeCpu: number | undefined;
       let loadGeneratorCpuPercent = 0;
@@ -270,11 +292,11 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
         const url = `http://127.0.0.1:${port}/${KEY}`;
         if (warmupSeconds > 0) await load(url, connections, warmupSeconds);
         server.kill('SIGUSR2'); // the server starts counting CPU time and requests here
-        const storeCpuBefore = processCpuMicros(store.pid);
+        const storeCpuBefore = sumCpu(stores);
         const startedAt = performance.now();
         r = await load(url, connections, durationSeconds);
         loadGeneratorCpuPercent = Math.round((r.cpuMicros / ((performance.now() - startedAt) * 1000)) * 100);
-        const storeCpuAfter = processCpuMicros(store.pid);
+        const storeCpuAfter = sumCpu(stores);
         if (storeCpuBefore !== undefined && storeCpuAfter !== undefined && r.requests > 0) {
           storeCpu = Math.round(((storeCpuAfter - storeCpuBefore) / r.requests) * 10) / 10;
         }
@@ -314,7 +336,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       });
     }
   } finally {
-    await stopChild(store);
+    for (const child of stores) await stopChild(child);
     rmSync(reportDir, { recursive: true, force: true });
   }
 
@@ -330,6 +352,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   ratio('backend-bare / bare-express', rps('backend-bare'), rps('bare-express'));
   ratio('cost of metrics: backend / backend-no-metrics', rps('backend'), rps('backend-no-metrics'));
   ratio('cost of logging: backend / backend-no-logs', rps('backend'), rps('backend-no-logs'));
+  ratio('routing over a ring of three: backend-3-shards / backend (goal >= 0.95)', rps('backend-3-shards'), rps('backend'));
   // CPU per request is steadier than throughput on a shared machine: the costs in µs.
   const cpu = (mode: HttpBenchMode) => results.find((r) => r.mode === mode)?.serverCpuMicrosPerRequest;
   const delta = (name: string, a: number | undefined, b: number | undefined) => {
@@ -339,6 +362,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   delta('metrics, server CPU µs/req (backend - backend-no-metrics)', cpu('backend'), cpu('backend-no-metrics'));
   delta('access logs, server CPU µs/req (backend - backend-no-logs)', cpu('backend'), cpu('backend-no-logs'));
   delta('store round trip and app, server CPU µs/req (backend-bare - bare-express)', cpu('backend-bare'), cpu('bare-express'));
+  delta('routing over three shards, server CPU µs/req (backend-3-shards - backend)', cpu('backend-3-shards'), cpu('backend'));
   return { loadGenerator: loadGeneratorName, connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
 }
 
@@ -356,6 +380,17 @@ function processCpuMicros(pid: number | undefined): number | undefined {
 }
 // USER_HZ, 100 on every Linux this runs on (sysconf(_SC_CLK_TCK) is not reachable from Node).
 const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU time of every store, in µs (undefined if one cannot be read). */
+function sumCpu(children: readonly ChildProcess[]): number | undefined {
+  let sum = 0;
+  for (const c of children) {
+    const cpu = processCpuMicros(c.pid!);
+    if (cpu === undefined) return undefined;
+    sum += cpu;
+  }
+  return sum;
+}
 
 async function prefill(storePort: number, valueBytes: number): Promise<void> {
   const { StoreConnection } = await import('../services/client/store-connection.ts');
@@ -419,7 +454,8 @@ function accountCpu(server: ReturnType<typeof createHttpServer>, report: string,
   });
 }
 
-async function serve(mode: HttpBenchMode, port: number, storePort: number, report: string): Promise<void> {
+async function serve(mode: HttpBenchMode, port: number, storePorts: readonly number[], report: string): Promise<void> {
+  const storePort = storePorts[0]!;
   if (mode === 'bare-node') {
     const server = createHttpServer((_req, res) => {
       res.setHeader('Content-Type', 'text/plain; charset=utf-8');
@@ -440,24 +476,29 @@ async function serve(mode: HttpBenchMode, port: number, storePort: number, repor
   }
   const { createBackendApp, createBackendHandler } = await import('../services/backend/backend-app.ts');
   const { createBackendMetrics } = await import('../services/backend/backend-metrics.ts');
-  const { StorePool } = await import('../services/client/store-pool.ts');
+  const { ShardedStore } = await import('../services/client/sharded-store.ts');
   const { StoreConnection } = await import('../services/client/store-connection.ts');
   const { createLogger } = await import('../services/shared/logger.ts');
   const { createMetricsRegistry } = await import('../services/shared/metrics-registry.ts');
   const { loadBackendConfig } = await import('../services/shared/config.ts');
 
   const config = loadBackendConfig({});
-  const withMetrics = mode === 'backend' || mode === 'backend-no-express' || mode === 'backend-no-logs' || mode === 'naive';
-  const withLogs = mode === 'backend' || mode === 'backend-no-express' || mode === 'backend-no-metrics' || mode === 'naive';
+  const withMetrics = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-no-express' || mode === 'backend-no-logs' || mode === 'naive';
+  const withLogs = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-no-express' || mode === 'backend-no-metrics' || mode === 'naive';
   const logger = createLogger({ name: 'kvbackend', level: withLogs ? 'info' : 'silent' });
-  const pool = new StorePool({ host: '127.0.0.1', port: storePort, size: config.storePoolSize, timeoutMs: config.storeTimeoutMs });
-  const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry(), poolStates: () => pool.stateCounts() }) : undefined;
-  if (metrics) pool.observer = metrics.observeCommand;
+  const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry() }) : undefined;
+  // As the service builds it: a ring of one store, or of three, each shard with its own pool.
+  const pool = new ShardedStore({
+    shards: storePorts.map((p) => ({ name: `127.0.0.1:${p}`, host: '127.0.0.1', port: p })),
+    pool: { size: config.storePoolSize, timeoutMs: config.storeTimeoutMs },
+    observerFor: (shard) => metrics?.observerFor(shard),
+  });
+  const observer = metrics?.observerFor(`127.0.0.1:${storePort}`);
 
   // The pattern the SPEC rules out: a new TCP connection to the store for every command.
   const perRequest = <T>(run: (c: InstanceType<typeof StoreConnection>) => Promise<T>): Promise<T> => {
     const c = new StoreConnection({ host: '127.0.0.1', port: storePort, timeoutMs: config.storeTimeoutMs, reconnect: false });
-    c.observer = metrics?.observeCommand;
+    c.observer = observer;
     return run(c).finally(() => c.destroy());
   };
   const store =
@@ -500,10 +541,10 @@ if (import.meta.main) {
     },
   });
   if (values.serve) {
-    await serve(values.serve as HttpBenchMode, Number(values.port), Number(values['store-port']), values.report ?? join(tmpdir(), 'http-bench-serve.json'));
+    await serve(values.serve as HttpBenchMode, Number(values.port), values['store-port']!.split(',').map(Number), values.report ?? join(tmpdir(), 'http-bench-serve.json'));
   } else {
     const modes = values.modes?.split(',') as HttpBenchMode[] | undefined;
-    for (const m of modes ?? []) if (!HTTP_BENCH_MODES.includes(m)) throw new Error(`unknown mode ${m}; modes: ${HTTP_BENCH_MODES.join(', ')}`);
+    for (const m of modes ?? []) if (!ALL_HTTP_BENCH_MODES.includes(m)) throw new Error(`unknown mode ${m}; modes: ${ALL_HTTP_BENCH_MODES.join(', ')}`);
     const report = await runHttpBench({
       durationSeconds: values.duration ? Number(values.duration) : undefined,
       warmupSeconds: values.warmup ? Number(values.warmup) : undefined,

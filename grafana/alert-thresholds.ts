@@ -8,6 +8,7 @@ export const ALERT_THRESHOLDS = {
   KvStoreLowHitRate: [0.5],
   KvBackend5xxRatioHigh: [0.05],
   KvBackendLatencyP99High: [0.25],
+  KvBackendStoreShardSpreadUnbalanced: [1.5],
 } as const satisfies Record<string, readonly number[]>;
 
 /** Availability objective of the backend (alert-rules.yml, group kvbackend-slo). */

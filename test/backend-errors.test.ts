@@ -1,5 +1,5 @@
 // How store failures reach HTTP clients (SPEC §2): unreachable 503 (at once), silent
-// 504 (after STORE_TIMEOUT_MS), garbage 502, ERROR out of memory 507, other ERROR 502;
+// 504 (after STORE_TIMEOUT_MS, then 503 at once while it stays silent), garbage 502, ERROR out of memory 507, other ERROR 502;
 // the backend starts with the store down and recovers when it comes back.
 import { describe, expect, it } from 'vitest';
 import { backendHarness, send, type RawResponse } from './helpers/backend-harness.ts';
@@ -77,12 +77,14 @@ describe('store unreachable', () => {
 });
 
 describe('store misbehaving', () => {
-  it('answers 504 when the store accepts connections and never answers', async () => {
+  it('answers 504 when the store accepts connections and never answers, then 503 at once while it stays silent', async () => {
     const fake = await h.fake(() => ({ silent: true }));
-    const backend = await h.backend(fake.port, { storeTimeoutMs: 100, storePoolSize: 1 });
-    expectShortPlainError(await send(backend.port, 'GET', '/k'), 504);
-    expectShortPlainError(await send(backend.port, 'PUT', '/k', 'v'), 504);
-    expectShortPlainError(await send(backend.port, 'DELETE', '/k'), 504);
+    // One backend per method: after its first time-out a backend fails fast (503) until the store answers a PING.
+    for (const [method, body] of [['GET'], ['PUT', 'v'], ['DELETE']] as const) {
+      const backend = await h.backend(fake.port, { storeTimeoutMs: 100, storePoolSize: 1 });
+      expectShortPlainError(await send(backend.port, method, '/k', body), 504);
+      expectShortPlainError(await send(backend.port, method, '/k', body), 503);
+    }
   });
 
   it('answers 502 when the store answers garbage', async () => {

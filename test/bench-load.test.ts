@@ -227,3 +227,59 @@ describe('kv bench --protocol resp', () => {
     expect(JSON.parse(r.out)).toMatchObject({ requests: 50, wrongReplies: 50, misses: 0 });
   });
 });
+
+describe('kv bench over a list of shards', () => {
+  function kvBenchList(list: string, args: string[]): Promise<{ code: number | null; out: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['bin/kv.js', '--store', list, 'bench', '--warmup', '0', ...args], { cwd: root, env: { ...process.env, KV_STORE: '127.0.0.1:1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, out, stderr }));
+    });
+  }
+
+  it('drives every shard with the keys the ring gives it, and reports each shard and the total', async () => {
+    const { ShardRing } = await import('../services/ring/shard-ring.ts');
+    const { parseStoreList } = await import('../services/shared/store-list.ts');
+    const { benchKey } = await import('../services/cli/bench/command-encoder.ts');
+    const stores = [await startStore(), await startStore(), await startStore()];
+    const list = stores.map((s) => `127.0.0.1:${s.port}`).join(',');
+    const keyspace = 600;
+    const r = await kvBenchList(list, ['-n', '3000', '-r', String(keyspace), '-c', '6', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.out) as { ok: boolean; requests: number; errors: number; wrongReplies: number; shards: { shard: string; requests: number; keyspace: number; connections: number; prefill: { requests: number } }[] };
+    expect(result.ok).toBe(true);
+    expect(result.requests).toBe(3000);
+    expect(result.shards.map((s) => s.shard)).toEqual(list.split(','));
+    const ring = new ShardRing(parseStoreList(list, 'KV_STORE'));
+    for (const [i, store] of stores.entries()) {
+      const mine = result.shards[i]!;
+      const owned = Array.from({ length: keyspace }, (_, k) => benchKey(k)).filter((k) => ring.shardFor(k).name === mine.shard).length;
+      expect(mine.keyspace).toBe(owned);
+      expect(mine.connections).toBe(2);
+      expect(mine.requests).toBe(1000);
+      // The store saw exactly its prefill and its share of the load, and holds exactly its keys.
+      expect(await commandsCounted(store)).toBe(mine.prefill.requests + mine.requests);
+      expect(mine.prefill.requests).toBe(owned);
+      const { StoreConnection } = await import('../services/client/index.ts');
+      const direct = new StoreConnection({ host: '127.0.0.1', port: store.port, reconnect: false });
+      cleanups.push(() => direct.destroy());
+      expect(Number((await direct.stats()).keys)).toBe(owned);
+    }
+    const text = (await kvBenchList(list, ['-n', '300', '-r', '60', '-c', '3'])).out;
+    for (const name of list.split(',')) expect(text).toMatch(new RegExp(`^  ${name.replace(/\./g, '\\.')}  1 connections .* ops/s`, 'm'));
+    expect(text).toMatch(/^total .* ops\/s over the shards/m);
+  });
+
+  it('refuses what a list cannot do: worker threads, fewer connections than shards', async () => {
+    const r = await kvBenchList('127.0.0.1:1,127.0.0.1:2', ['--threads', '2', '-c', '4']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--threads 2: a list of shards is driven from one thread/);
+    const c = await kvBenchList('127.0.0.1:1,127.0.0.1:2,127.0.0.1:3', ['-c', '2']);
+    expect(c.code).toBe(2);
+    expect(c.stderr).toMatch(/--connections 2: a list of 3 shards needs at least one connection each/);
+  });
+});

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   StoreConnection,
   StorePool,
+  StoreArgumentError,
   StoreProtocolError,
   StoreReplyError,
   StoreTimeoutError,
@@ -91,16 +92,24 @@ describe('StoreConnection typed commands', () => {
     expect(store.receivedRaw).toEqual([Buffer.concat([Buffer.from('SET bin '), value])]);
   });
 
-  it('refuses keys and values that would smuggle a second command, sending nothing', async () => {
+  it('refuses keys and values that would smuggle a second command, sending nothing: a typed error with a code, through the promise', async () => {
     const store = await fake(() => 'OK');
     const conn = connection(store.port);
-    expect(() => conn.get('a\nDELETE b')).toThrow(RangeError);
-    expect(() => conn.get('a b')).toThrow(RangeError);
-    expect(() => conn.get('')).toThrow(RangeError);
-    expect(() => conn.get('x'.repeat(251))).toThrow(RangeError);
-    expect(() => conn.set('k', 'v\nDELETE b')).toThrow(RangeError);
-    expect(() => conn.set('k', 'ends with CR\r')).toThrow(RangeError);
-    expect(() => conn.set('k', 'v', 0)).toThrow(RangeError);
+    const refused = async (command: () => Promise<unknown>, code: string): Promise<void> => {
+      let promise: Promise<unknown> | undefined;
+      expect(() => (promise = command())).not.toThrow();
+      const err = await promise!.then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreArgumentError);
+      expect((err as StoreArgumentError).code).toBe(code);
+    };
+    await refused(() => conn.get('a\nDELETE b'), 'invalid_key');
+    await refused(() => conn.get('a b'), 'invalid_key');
+    await refused(() => conn.get(''), 'invalid_key');
+    await refused(() => conn.get('x'.repeat(251)), 'invalid_key');
+    await refused(() => conn.set('k', 'v\nDELETE b'), 'invalid_value');
+    await refused(() => conn.set('k', 'ends with CR\r'), 'invalid_value');
+    await refused(() => conn.set('k', 'v', 0), 'invalid_seconds');
+    await refused(() => conn.expire('k', 1.5), 'invalid_seconds');
     await conn.ping().catch(() => {}); // a real command, to prove the line count below
     expect(store.received).toEqual(['PING']);
   });
@@ -256,6 +265,29 @@ describe('StorePool', () => {
     await Promise.all(Array.from({ length: 30 }, () => pool.ping()));
     expect(store.sockets.size).toBe(3);
     expect(pool.stateCounts().connected).toBe(3);
+  });
+
+  it('after a time-out fails fast (StoreUnavailableError, not another time-out) until the store answers a PING again', async () => {
+    let silent = false;
+    const store = await fake(() => (silent ? { silent: true } : 'PONG'));
+    const changes: boolean[] = [];
+    const pool = new StorePool({ host: '127.0.0.1', port: store.port, size: 2, timeoutMs: 100, onUpChange: (up) => changes.push(up) });
+    cleanups.push(() => pool.destroy());
+    expect(await pool.connect()).toBe(true);
+    expect(pool.up).toBe(true);
+    silent = true;
+    await expect(pool.ping()).rejects.toBeInstanceOf(StoreTimeoutError);
+    expect(pool.silent).toBe(true);
+    expect(pool.up).toBe(false);
+    // Every command now fails at once: none is sent to the silent store.
+    const sent = store.received.length;
+    const fast = await Promise.allSettled([pool.ping(), pool.ping(), pool.get('k')]);
+    for (const r of fast) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    expect(store.received.length - sent).toBeLessThanOrEqual(1); // at most the reconnected socket's PING
+    silent = false;
+    await waitUntil('the store answered a PING again', async () => (pool.up ? true : undefined), { everyMs: 10 });
+    await expect(pool.ping()).resolves.toBeUndefined();
+    expect(changes).toEqual([true, false, true]); // up and down once each, not per command
   });
 
   it('sends one turn of commands on one connection, and each turn on the next one', async () => {

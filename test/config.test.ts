@@ -150,8 +150,15 @@ describe('settings that clash', () => {
 });
 
 describe('loadBackendConfig', () => {
+  it('takes a list of shards, and ejection settings that default to off', () => {
+    const config = loadBackendConfig({ KV_STORE: 'store-0=a:1, b:2', SHARD_EJECT_AFTER: '3', SHARD_RETRY_MS: '5000' });
+    expect(config.store.map((s) => [s.name, s.host, s.port])).toEqual([['store-0', 'a', 1], ['b:2', 'b', 2]]);
+    expect(config).toMatchObject({ shardEjectAfter: 3, shardRetryMs: 5000 });
+    expect(loadBackendConfig({})).toMatchObject({ shardEjectAfter: 0, shardRetryMs: 30000 });
+  });
+
   it('has defaults for the shutdown delay and the body limits', () => {
-    expect(loadBackendConfig({})).toMatchObject({ shutdownDelayMs: 0, bodyTimeoutMs: 30000, bodyBufferBytes: 67108864, store: { host: '127.0.0.1', port: 8765 } });
+    expect(loadBackendConfig({})).toMatchObject({ shutdownDelayMs: 0, bodyTimeoutMs: 30000, bodyBufferBytes: 67108864, store: [{ name: '127.0.0.1:8765', host: '127.0.0.1', port: 8765 }] });
   });
 
   it.each([
@@ -160,10 +167,14 @@ describe('loadBackendConfig', () => {
     ['[::1]:8765', { host: '::1', port: 8765 }],
     ['[2001:db8::7]:65535', { host: '2001:db8::7', port: 65535 }],
   ])('KV_STORE=%s is read as %j', (raw, expected) => {
-    expect(loadBackendConfig({ KV_STORE: raw }).store).toEqual(expected);
+    expect(loadBackendConfig({ KV_STORE: raw }).store).toEqual([{ name: raw, address: raw, ...expected }]);
   });
 
   it.each([
+    ['SHARD_EJECT_AFTER', '-1'],
+    ['SHARD_EJECT_AFTER', 'often'],
+    ['SHARD_RETRY_MS', '0'],
+    ['SHARD_RETRY_MS', '30s'],
     ['KV_STORE', '::1:8765'], // unbracketed IPv6: where does the address end?
     ['KV_STORE', 'fe80::1:80'],
     ['KV_STORE', '[127.0.0.1]:80'],
@@ -229,6 +240,8 @@ describe('main.ts when a listener cannot be bound: a message naming the variable
   it('an admin port equal to the service port, and MAX_VALUE_BYTES=0, before anything listens', () => {
     expectRefusedNaming(runMain('services/store/main.ts', { STORE_PORT: '18999', STORE_METRICS_PORT: '18999' }), 'STORE_METRICS_PORT=18999', 'STORE_PORT');
     expectRefusedNaming(runMain('services/backend/main.ts', { KV_STORE: '::1:8765', PORT: '0', BACKEND_METRICS_PORT: '0' }), 'KV_STORE="::1:8765"', '[::1]:8765');
+    // A list: the entry and its place are named.
+    expectRefusedNaming(runMain('services/backend/main.ts', { KV_STORE: 'a:1,b:99999,c:3', PORT: '0', BACKEND_METRICS_PORT: '0' }), 'KV_STORE entry 2 of 3 ("b:99999")', 'port from 1 to 65535');
     expectRefusedNaming(runMain('services/store/main.ts', { MAX_VALUE_BYTES: '0', STORE_PORT: '0', STORE_METRICS_PORT: '0' }), 'MAX_VALUE_BYTES="0"');
   });
 });

@@ -1,7 +1,7 @@
 // Faults under load, with the services as child processes on free loopback ports: the
 // store SIGKILLed (the backend answers 503 at once and recovers by itself when the store
-// comes back on the same port), the store SIGSTOPped (504 after STORE_TIMEOUT_MS, no
-// pile-up of waiting commands, recovery after SIGCONT), and the backend restarted (every
+// comes back on the same port), the store SIGSTOPped (504 after STORE_TIMEOUT_MS, then
+// fast 503s while it stays silent, no pile-up of waiting commands, recovery after SIGCONT), and the backend restarted (every
 // write that was acknowledged with 204 is readable afterwards). Nothing here is timed: a
 // request that waited for a time-out it should not have waited for would outlast the
 // test's own time-out, and every in-flight request is awaited before the checks.
@@ -10,7 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startBackendService, type BackendService } from '../services/backend/backend-service.ts';
 import { StoreConnection } from '../services/client/index.ts';
 import { loadBackendConfig } from '../services/shared/config.ts';
+import { parseStoreList } from '../services/shared/store-list.ts';
 import { createLogger } from '../services/shared/logger.ts';
+import { metricSum } from './helpers/exposition.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 
 const children = new Set<ServiceProcess>();
@@ -105,10 +107,9 @@ async function eventually(cond: () => Promise<boolean>, tries = 500): Promise<vo
   throw new Error('condition not reached');
 }
 
-async function metricValue(port: number, series: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+/** The sum of a metric's series whose labels include `labels` (every store series also carries a `shard` label). */
+async function metricValue(port: number, name: string, labels = ''): Promise<number> {
+  return metricSum(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), name, labels);
 }
 
 describe('the store SIGKILLed under load', () => {
@@ -118,7 +119,7 @@ describe('the store SIGKILLed under load', () => {
     // A ten-minute command time-out: a request that waited for it instead of failing fast
     // would outlast this test's own time-out.
     await startBackendProcess({ http: ports.http, admin: ports.admin, store: ports.store }, { STORE_TIMEOUT_MS: '600000', STORE_POOL_SIZE: '4' });
-    await eventually(async () => (await metricValue(ports.admin, 'kvbackend_store_pool_connections{state="connected"}')) === 4);
+    await eventually(async () => (await metricValue(ports.admin, 'kvbackend_store_pool_connections', 'state="connected"')) === 4);
     const agent = newAgent();
 
     const before = new Tally();
@@ -159,7 +160,7 @@ describe('the store SIGKILLed under load', () => {
 
     // Back on the same port: the pool reconnects by itself (no backend restart).
     await startStore(ports.store, ports.storeAdmin);
-    await eventually(async () => (await metricValue(ports.admin, 'kvbackend_store_pool_connections{state="connected"}')) === 4);
+    await eventually(async () => (await metricValue(ports.admin, 'kvbackend_store_pool_connections', 'state="connected"')) === 4);
     const recovered = new Tally();
     await Promise.all(
       Array.from({ length: 8 }, async (_, w) => {
@@ -176,13 +177,13 @@ describe('the store SIGKILLed under load', () => {
 });
 
 describe('the store SIGSTOPped under load', () => {
-  it('requests get 504 after STORE_TIMEOUT_MS, waiting store commands never pile up, and service resumes after SIGCONT', { timeout: 90_000 }, async () => {
+  it('requests get 504 after STORE_TIMEOUT_MS then fast 503s, waiting store commands never pile up, and service resumes after SIGCONT', { timeout: 90_000 }, async () => {
     const ports = { store: await freePort(), storeAdmin: await freePort() };
     const store = await startStore(ports.store, ports.storeAdmin);
     // The backend in-process, so the test can read its pool's pending commands directly.
     const config = loadBackendConfig(
       {},
-      { host: '127.0.0.1', port: 0, metricsPort: 0, logLevel: 'silent', store: { host: '127.0.0.1', port: ports.store }, storeTimeoutMs: 300, storePoolSize: 4 },
+      { host: '127.0.0.1', port: 0, metricsPort: 0, logLevel: 'silent', store: parseStoreList(`127.0.0.1:${ports.store}`, 'KV_STORE'), storeTimeoutMs: 300, storePoolSize: 4 },
     );
     const backend: BackendService = await startBackendService(config, { logger: createLogger({ name: 'test', level: 'silent' }) });
     cleanups.push(() => backend.destroy());
@@ -229,12 +230,16 @@ describe('the store SIGSTOPped under load', () => {
     expect(mostPending).toBeLessThanOrEqual(workers);
     expect(pending()).toBe(0);
     for (const kind of during.kinds()) expect([503, 504], `while stopped: ${during}`).toContain(kind);
-    // Requests begun while the store was still answering may finish normally; the others time out.
-    expect(during.get(504), `while stopped: ${during}`).toBeGreaterThan(workers);
+    // The silence is found by a time-out (504 within STORE_TIMEOUT_MS for the requests it
+    // caught), then every request fails fast (503) while the store stays silent: a worker
+    // waits for at most one time-out, never one per request.
+    expect(before.get(504) + during.get(504), `time-outs: before ${before}, while stopped ${during}`).toBeGreaterThan(0);
+    expect(during.get(504), `while stopped: ${during}`).toBeLessThanOrEqual(workers);
+    expect(during.get(503), `while stopped: ${during}`).toBeGreaterThan(workers);
     // Requests begun before the stop: answered, except those still in flight when it came (one per worker at most).
     for (const kind of before.kinds()) expect([200, 204, 503, 504], `before the stop: ${before}`).toContain(kind);
     expect(before.get(503) + before.get(504), `before the stop: ${before}`).toBeLessThanOrEqual(workers);
-    const timeouts = await metricValue(backend.metricsPort, 'kvbackend_store_errors_total{kind="timeout"}');
+    const timeouts = await metricValue(backend.metricsPort, 'kvbackend_store_errors_total', 'kind="timeout"');
     expect(timeouts).toBeGreaterThan(0);
     console.log(`store SIGSTOP: before ${before}, while stopped ${during}, most pending store commands ${mostPending}`);
 

@@ -2,6 +2,7 @@
 // store and a backend are started in-process, take a little traffic, and their live
 // /metrics are compared with the names in grafana/dashboards/*.json and alert-rules.yml.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseStoreList } from '../services/shared/store-list.ts';
 import { startBackendService, type BackendService } from '../services/backend/backend-service.ts';
 import { loadBackendConfig, loadStoreConfig } from '../services/shared/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
@@ -33,7 +34,7 @@ describe('metric names used by dashboards and alerts', () => {
     const logger = createLogger({ name: 'observability-test', level: 'silent' });
     store = await startStoreService(loadStoreConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0 }), { logger });
     backend = await startBackendService(
-      loadBackendConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, store: { host: '127.0.0.1', port: store.port } }),
+      loadBackendConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, store: parseStoreList(`127.0.0.1:${store.port}`, 'KV_STORE') }),
       { logger },
     );
     // Some traffic, so labelled series exist as they would in production.

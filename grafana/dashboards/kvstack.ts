@@ -44,7 +44,7 @@ export default dashboard({
     row('Overview', [
       stat({
         title: 'Store reachable',
-        description: 'Whether every backend reaches its store (kvbackend_store_up, refreshed every 5 s). The backend answers 503 while it does not.',
+        description: 'Whether every backend reaches every store shard (kvbackend_store_up, refreshed every 5 s). A shard\'s keys get 503 while it does not.',
         unit: 'none',
         queries: [query(`min(${sel('kvbackend_store_up')})`, 'store')],
         mappings: reachable,
@@ -386,6 +386,67 @@ export default dashboard({
         width: 8,
         min: 0,
         queries: [query(`sum by (reason) (${rate('kvbackend_http_body_refusals_total')})`, '{{reason}}')],
+      }),
+    ]),
+
+    row('Store shards', [
+      timeseries({
+        title: 'Shard up',
+        description: 'Each store shard as the backends\' USAGE probe sees it (kvbackend_store_up by shard; the lowest over the backends). KvBackendStoreShardDown fires after a minute at 0 while other shards answer; KvBackendStoreUnreachable when none does.',
+        unit: 'none',
+        width: 8,
+        min: 0,
+        max: 1,
+        mappings: reachable,
+        queries: [query(`min by (shard) (${sel('kvbackend_store_up')})`, '{{shard}}')],
+      }),
+      timeseries({
+        title: 'Shards by state and ring changes',
+        description: 'Configured shards up, down (unreachable or silent) or ejected from the ring (kvbackend_store_shards; KvBackendStoreShardEjected), and rings swapped in per minute: ejections, readmissions, membership changes (kvbackend_store_ring_changes_total).',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [
+          query(`max by (state) (${sel('kvbackend_store_shards')})`, '{{state}}'),
+          query(`sum(increase(${sel('kvbackend_store_ring_changes_total')}[1m]))`, 'ring changes/min'),
+        ],
+      }),
+      timeseries({
+        title: 'Shard usage against the cap',
+        description: 'Each store shard\'s USAGE over its MAX_MEMORY_BYTES (every store is a shard: one line per store instance). Red at the KvStoreMemoryHigh alert.',
+        unit: 'percentunit',
+        width: 8,
+        min: 0,
+        max: 1,
+        queries: [query(memoryRatio, '{{instance}}')],
+        thresholds: { steps: steps(T.KvStoreMemoryHigh, ['red']) },
+      }),
+      timeseries({
+        title: 'Store commands/s by shard',
+        description: 'Store commands the backends sent to each shard (kvbackend_store_commands_total by shard): the ring spreads keys evenly, so an outlier is a hot key.',
+        unit: 'ops',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (shard) (${rate('kvbackend_store_commands_total')})`, '{{shard}}')],
+      }),
+      timeseries({
+        title: 'Key spread',
+        description: 'Bytes held by the fullest shard over the average shard (kvbackend_store_usage_bytes by shard, from each backend\'s probe). The ring keeps keys within a few percent; KvBackendStoreShardSpreadUnbalanced fires above the line for an hour.',
+        unit: 'none',
+        width: 8,
+        min: 0,
+        queries: [
+          query(`max without (shard) (${sel('kvbackend_store_usage_bytes')}) / avg without (shard) (${sel('kvbackend_store_usage_bytes')})`, 'fullest / average {{instance}}'),
+        ],
+        thresholds: { steps: steps(T.KvBackendStoreShardSpreadUnbalanced, ['red']) },
+      }),
+      timeseries({
+        title: 'Store errors/s by shard',
+        description: 'Failed store commands by shard and kind (kvbackend_store_errors_total): which shard fails, and how (timeout 504, unavailable 503, protocol 502, max_connections).',
+        unit: 'ops',
+        width: 8,
+        min: 0,
+        queries: [query(`sum by (shard, kind) (${rate('kvbackend_store_errors_total')})`, '{{shard}} {{kind}}')],
       }),
     ]),
 

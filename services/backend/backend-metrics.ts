@@ -1,28 +1,41 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { errorKind, StoreMaxConnectionsError, StoreReplyError } from '../client/errors.ts';
+import { errorKind, StoreArgumentError, StoreError, StoreMaxConnectionsError, StoreReplyError } from '../client/errors.ts';
 import type { CommandObserver, CommandResult } from '../client/store-commands.ts';
 import type { ConnectionState } from '../client/store-connection.ts';
 import type { BodyRefusal } from './backend-app.ts';
 import { FastHistogram } from './fast-histogram.ts';
 
-/** What the backend records (SPEC §4); every label value comes from a fixed set. */
+/** What the backend records (SPEC §4, §6); every label value comes from a fixed set or the configured shard names. */
 export interface BackendMetrics {
   /** One HTTP response, `seconds` after the request arrived. */
   recordRequest(method: string, status: number, seconds: number): void;
-  /** Hook for StorePool.observer: kvbackend_store_commands_total, _duration_seconds, _errors_total. */
-  readonly observeCommand: CommandObserver;
+  /** The observer of one shard's pool: kvbackend_store_commands_total{shard}, _duration_seconds, _errors_total{shard}. */
+  observerFor(shard: string): CommandObserver;
   /** A request body refused: over MAX_VALUE_BYTES, not received within BODY_TIMEOUT_MS, or past BODY_BUFFER_BYTES. */
   recordBodyRefusal(reason: BodyRefusal): void;
-  /** The store refused one of the pool's connections at its MAX_CONNECTIONS. */
-  recordRefusedConnection(): void;
-  /** The periodic USAGE probe's outcome: usage in bytes, or undefined when it failed. */
-  recordProbe(usage: number | undefined): void;
+  /** The shard refused one of its pool's connections at its MAX_CONNECTIONS. */
+  recordRefusedConnection(shard: string): void;
+  /** A shard's periodic USAGE probe: usage in bytes, or undefined when it failed. */
+  recordProbe(shard: string, usage: number | undefined): void;
+  /** A shard left the configuration: its gauges go (its counters stay, as counters do). */
+  forgetShard(shard: string): void;
 }
+
+/** The live state of the ring, read at scrape time. */
+export interface RingView {
+  /** Each configured shard's name, its pool's connection states, and whether it is up, down or ejected. */
+  shards(): Iterable<{ readonly name: string; readonly connections: Record<ConnectionState, number>; readonly state: ShardState }>;
+  /** Rings swapped in since start-up (ejections, readmissions, membership changes). */
+  ringChanges(): number;
+}
+
+export type ShardState = 'up' | 'down' | 'ejected';
+const SHARD_STATES: readonly ShardState[] = ['up', 'down', 'ejected'];
 
 export interface BackendMetricsOptions {
   readonly registry: Registry;
-  /** Live connection states of the pool, read at scrape time. */
-  readonly poolStates?: () => Record<ConnectionState, number>;
+  /** The ring's shards and changes, read at scrape time. */
+  readonly ring?: RingView;
   /** The request-body budget (BODY_BUFFER_BYTES), read at scrape time. */
   readonly bodyBuffer?: { readonly used: number; readonly limit: number };
 }
@@ -69,6 +82,16 @@ interface CommandSeries {
   readonly observe: (seconds: number) => void;
 }
 
+type ErrorKind = 'timeout' | 'unavailable' | 'protocol' | 'max_connections';
+
+/** One shard's counters, made once when the shard is first seen. */
+interface ShardSeries {
+  readonly commands: Map<string, CommandSeries>;
+  readonly unknown: CommandSeries;
+  readonly errors: Record<ErrorKind, Tally>;
+  readonly observer: CommandObserver;
+}
+
 /**
  * Registers the backend's metrics on the given registry (one per service instance).
  * Recording a request or a store command touches only plain objects made once per
@@ -76,7 +99,7 @@ interface CommandSeries {
  * with labels cost about 2 µs per request together, measured, on a request that
  * costs about 25 µs). prom-client reads the totals when it is scraped.
  */
-export function createBackendMetrics({ registry, poolStates, bodyBuffer }: BackendMetricsOptions): BackendMetrics {
+export function createBackendMetrics({ registry, ring, bodyBuffer }: BackendMetricsOptions): BackendMetrics {
   const httpDuration = new FastHistogram({
     name: 'kvbackend_http_request_duration_seconds',
     help: 'Time from request arrival to the end of the response, in seconds.',
@@ -100,31 +123,58 @@ export function createBackendMetrics({ registry, poolStates, bodyBuffer }: Backe
     buckets: BUCKETS,
     registry,
   });
-  const commands = new Map<string, CommandSeries>();
-  for (const command of [...STORE_COMMANDS, 'UNKNOWN']) {
-    const tally = (result: CommandResult): Tally => ({ labels: { command, result }, n: 0 });
-    commands.set(command, { results: { ok: tally('ok'), not_found: tally('not_found'), error: tally('error') }, observe: storeDuration.recorder({ command }) });
-  }
-  const unknown = commands.get('UNKNOWN')!;
-  tallyCounter('kvbackend_store_commands_total', 'Store commands sent by the backend, by command and result (ok, not_found, error).', ['command', 'result'], registry, function* () {
-    // A series appears with its first command, as prom-client's own counters do.
-    for (const c of commands.values()) for (const t of Object.values(c.results)) if (t.n > 0) yield t;
-  });
-
-  // Alerts read these from the start: every kind exists at zero. max_connections counts
-  // refused connections (once each), not the commands that failed with one.
-  const errorKinds = {
-    timeout: { labels: { kind: 'timeout' }, n: 0 },
-    unavailable: { labels: { kind: 'unavailable' }, n: 0 },
-    protocol: { labels: { kind: 'protocol' }, n: 0 },
-    max_connections: { labels: { kind: 'max_connections' }, n: 0 },
+  const storeUp = new Gauge({ name: 'kvbackend_store_up', help: '1 when the last USAGE probe of the shard succeeded, else 0.', labelNames: ['shard'], registers: [registry] });
+  const storeUsage = new Gauge({ name: 'kvbackend_store_usage_bytes', help: 'Bytes held by the shard, from its last successful USAGE probe.', labelNames: ['shard'], registers: [registry] });
+  const byShard = new Map<string, ShardSeries>();
+  const shardSeries = (shard: string): ShardSeries => {
+    let series = byShard.get(shard);
+    if (series) return series;
+    const commands = new Map<string, CommandSeries>();
+    for (const command of [...STORE_COMMANDS, 'UNKNOWN']) {
+      const tally = (result: CommandResult): Tally => ({ labels: { command, result, shard }, n: 0 });
+      commands.set(command, { results: { ok: tally('ok'), not_found: tally('not_found'), error: tally('error') }, observe: storeDuration.recorder({ command }) });
+    }
+    const unknown = commands.get('UNKNOWN')!;
+    // Alerts read these from the start: every kind exists at zero. max_connections counts
+    // refused connections (once each), not the commands that failed with one.
+    const kind = (k: ErrorKind): Tally => ({ labels: { kind: k, shard }, n: 0 });
+    const errors = { timeout: kind('timeout'), unavailable: kind('unavailable'), protocol: kind('protocol'), max_connections: kind('max_connections') };
+    const observer: CommandObserver = (command, result, seconds, error) => {
+      const c = commands.get(command) ?? unknown;
+      c.results[result].n++;
+      c.observe(seconds);
+      // ERROR replies are the store answering, not a transport failure: counted by result only.
+      // A refused connection is counted once as max_connections, not per command. An error that is
+      // none of the store's (a bug, an argument the client refused) is not a store error at all.
+      if (error instanceof StoreError && !(error instanceof StoreReplyError) && !(error instanceof StoreMaxConnectionsError) && !(error instanceof StoreArgumentError)) {
+        errors[errorKind(error)].n++;
+      }
+    };
+    series = { commands, unknown, errors, observer };
+    byShard.set(shard, series);
+    // Up and usage exist from the start (0 until the first probe answers).
+    storeUp.set({ shard }, 0);
+    storeUsage.set({ shard }, 0);
+    return series;
   };
   tallyCounter(
-    'kvbackend_store_errors_total',
-    'Failed store commands by kind (timeout, unavailable, protocol), and pool connections the store refused at its MAX_CONNECTIONS (max_connections).',
-    ['kind'],
+    'kvbackend_store_commands_total',
+    'Store commands sent by the backend, by command, result (ok, not_found, error) and shard.',
+    ['command', 'result', 'shard'],
     registry,
-    () => Object.values(errorKinds),
+    function* () {
+      // A series appears with its first command, as prom-client's own counters do.
+      for (const s of byShard.values()) for (const c of s.commands.values()) for (const t of Object.values(c.results)) if (t.n > 0) yield t;
+    },
+  );
+  tallyCounter(
+    'kvbackend_store_errors_total',
+    'Failed store commands by kind (timeout, unavailable, protocol) and shard, and pool connections a shard refused at its MAX_CONNECTIONS (max_connections).',
+    ['kind', 'shard'],
+    registry,
+    function* () {
+      for (const s of byShard.values()) yield* Object.values(s.errors);
+    },
   );
 
   // Every reason exists at zero, for alerts.
@@ -159,19 +209,37 @@ export function createBackendMetrics({ registry, poolStates, bodyBuffer }: Backe
     });
   }
 
-  const storeUp = new Gauge({ name: 'kvbackend_store_up', help: '1 when the last USAGE probe of the store succeeded, else 0.', registers: [registry] });
-  const storeUsage = new Gauge({ name: 'kvbackend_store_usage_bytes', help: 'Bytes held by the store, from the last successful USAGE probe.', registers: [registry] });
-  storeUp.set(0);
-  storeUsage.set(0);
   new Gauge({
     name: 'kvbackend_store_pool_connections',
-    help: 'Connections of the store pool, by state.',
+    help: 'Connections of each shard\'s store pool, by state.',
+    labelNames: ['state', 'shard'],
+    registers: [registry],
+    collect() {
+      if (!ring) return;
+      this.reset();
+      for (const { name, connections } of ring.shards()) for (const state of POOL_STATES) this.set({ state, shard: name }, connections[state]);
+    },
+  });
+  new Gauge({
+    name: 'kvbackend_store_shards',
+    help: 'Configured store shards by state: up (its pool serves), down (unreachable or silent), ejected (out of the ring for SHARD_RETRY_MS).',
     labelNames: ['state'],
     registers: [registry],
     collect() {
-      if (!poolStates) return;
-      const counts = poolStates();
-      for (const state of POOL_STATES) this.set({ state }, counts[state]);
+      if (!ring) return;
+      const counts: Record<ShardState, number> = { up: 0, down: 0, ejected: 0 };
+      for (const { state } of ring.shards()) counts[state]++;
+      for (const state of SHARD_STATES) this.set({ state }, counts[state]);
+    },
+  });
+  new Counter({
+    name: 'kvbackend_store_ring_changes_total',
+    help: 'Rings swapped in since start-up: a shard ejected or readmitted, or the membership changed.',
+    registers: [registry],
+    collect() {
+      if (!ring) return;
+      this.reset();
+      this.inc(ring.ringChanges());
     },
   });
 
@@ -188,29 +256,31 @@ export function createBackendMetrics({ registry, poolStates, bodyBuffer }: Backe
       m.observe(seconds);
     },
 
-    observeCommand(command, result, seconds, error) {
-      const c = commands.get(command) ?? unknown;
-      c.results[result].n++;
-      c.observe(seconds);
-      // ERROR replies are the store's answer, not a transport failure: counted by result only.
-      if (error !== undefined && !(error instanceof StoreReplyError) && !(error instanceof StoreMaxConnectionsError)) errorKinds[errorKind(error)].n++;
+    observerFor(shard) {
+      return shardSeries(shard).observer;
     },
 
     recordBodyRefusal(reason) {
       bodyRefusals[reason].n++;
     },
 
-    recordRefusedConnection() {
-      errorKinds.max_connections.n++;
+    recordRefusedConnection(shard) {
+      shardSeries(shard).errors.max_connections.n++;
     },
 
-    recordProbe(usage) {
+    recordProbe(shard, usage) {
+      shardSeries(shard);
       if (usage === undefined) {
-        storeUp.set(0);
+        storeUp.set({ shard }, 0);
       } else {
-        storeUp.set(1);
-        storeUsage.set(usage);
+        storeUp.set({ shard }, 1);
+        storeUsage.set({ shard }, usage);
       }
+    },
+
+    forgetShard(shard) {
+      storeUp.remove({ shard });
+      storeUsage.remove({ shard });
     },
   };
 }

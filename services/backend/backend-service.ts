@@ -1,7 +1,6 @@
 import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
-import { StoreTimeoutError } from '../client/errors.ts';
-import { StorePool } from '../client/store-pool.ts';
+import { ShardedStore, type ShardAddress } from '../client/sharded-store.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import { bindError } from '../shared/bind-error.ts';
 import { backendSettings, type BackendConfig } from '../shared/config.ts';
@@ -10,9 +9,10 @@ import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
 import { createBackendApp } from './backend-app.ts';
-import { createBackendMetrics } from './backend-metrics.ts';
+import { createBackendMetrics, type ShardState } from './backend-metrics.ts';
 import { BodyBudget } from './body-budget.ts';
 import { trackHttpConnections } from './http-connections.ts';
+import { createShardHealth, type HealthReport } from './shard-health.ts';
 import { startStoreMonitor, type StoreMonitor } from './store-monitor.ts';
 
 export interface BackendDeps {
@@ -30,8 +30,13 @@ export interface BackendDeps {
 export interface BackendService {
   readonly port: number;
   readonly metricsPort: number;
-  readonly pool: StorePool;
+  /** The ring over per-shard pools (with one store, a ring of one). */
+  readonly pool: ShardedStore;
   readonly registry: Registry;
+  /** Probes every shard now: the /healthz report. */
+  health(): Promise<HealthReport>;
+  /** A new membership while serving (shards that stay keep their pools and in-flight commands). */
+  setShards(shards: readonly ShardAddress[]): void;
   readonly monitor: StoreMonitor;
   /**
    * Graceful: readiness fails at once; after config.shutdownDelayMs (responses meanwhile
@@ -50,16 +55,6 @@ const PROBE_TIMEOUT_MS = 1000;
 // and the pool and admin port close cleanly.
 const SHUTDOWN_GRACE_MS = 4000;
 
-/** The probe's own time-out (SPEC §3: 1 s), whatever STORE_TIMEOUT_MS is. */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreTimeoutError(`the store did not answer the probe within ${ms} ms`)), ms);
-  });
-  promise.catch(() => {}); // a late failure after the time-out is already reported
-  return Promise.race([promise, timedOut]).finally(() => clearTimeout(timer));
-}
-
 /**
  * The HTTP backend: one StorePool shared by every request, the public HTTP port, and
  * the admin port (/metrics, /livez, /readyz, /healthz). It starts whether or not the
@@ -68,19 +63,50 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export async function startBackendService(config: BackendConfig, deps: BackendDeps): Promise<BackendService> {
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
-  const store = config.store;
-  const pool = new StorePool({
-    host: store.host,
-    port: store.port,
-    size: config.storePoolSize,
-    timeoutMs: config.storeTimeoutMs,
-    // A GET reply carries the value in base64: 4 bytes for every 3, plus `VALUE `.
-    maxReplyBytes: Math.ceil(config.maxValueBytes / 3) * 4 + 512,
-    onRefused: () => metrics.recordRefusedConnection(),
-  });
   const bodyBudget = new BodyBudget(config.bodyBufferBytes);
-  const metrics = createBackendMetrics({ registry, poolStates: () => pool.stateCounts(), bodyBuffer: bodyBudget });
-  pool.observer = metrics.observeCommand;
+  const metrics = createBackendMetrics({
+    registry,
+    bodyBuffer: bodyBudget,
+    ring: {
+      *shards() {
+        for (const s of pool.shards) {
+          const state: ShardState = pool.membership.isEjected(s.name) ? 'ejected' : s.pool.up ? 'up' : 'down';
+          yield { name: s.name, connections: s.pool.stateCounts(), state };
+        }
+      },
+      ringChanges: () => pool.membership.holder.swaps,
+    },
+  });
+  // A shard's loss and return are logged once each, not per failed request.
+  const everUp = new Set<string>();
+  const pool = new ShardedStore({
+    shards: config.store,
+    pool: {
+      size: config.storePoolSize,
+      timeoutMs: config.storeTimeoutMs,
+      // A GET reply carries the value in base64: 4 bytes for every 3, plus `VALUE `.
+      maxReplyBytes: Math.ceil(config.maxValueBytes / 3) * 4 + 512,
+    },
+    ejectAfter: config.shardEjectAfter,
+    retryMs: config.shardRetryMs,
+    observerFor: (shard) => metrics.observerFor(shard),
+    onRefused: (shard) => metrics.recordRefusedConnection(shard),
+    onShardUp: (shard, up) => {
+      if (up) {
+        logger.info({ shard }, everUp.has(shard) ? 'store shard regained' : 'store shard connected');
+        everUp.add(shard);
+      } else if (!closing) {
+        logger.warn({ shard }, 'store shard lost');
+      }
+    },
+    onRingChange: (change) => {
+      const members = change.ring.members.map((m) => m.name);
+      if (change.kind === 'members') logger.info({ members }, 'store shards changed');
+      else if (change.kind === 'ejected') logger.warn({ shard: change.member.name, members, retryMs: config.shardRetryMs }, 'store shard ejected');
+      else logger.info({ shard: change.member.name, members }, 'store shard readmitted');
+    },
+  });
+  const shardHealth = createShardHealth(pool, PROBE_TIMEOUT_MS);
 
   // draining: shutdown has begun (readiness fails, responses close their connections);
   // closing: the listener is closed too, and new requests get 503.
@@ -110,9 +136,13 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   // probe runs over the pool the requests use, never over a fresh connection that a
   // full store would refuse while the pool serves. Once shutdown begins it fails, so
   // load balancers stop sending traffic.
-  const probe = (): Promise<number> =>
-    draining ? Promise.reject(new Error('shutting down')) : withTimeout(pool.probeUsage(), PROBE_TIMEOUT_MS);
-  const admin = createServer(createAdminApp({ registry, probe }));
+  const probe = (): Promise<number> => (draining ? Promise.reject(new Error('shutting down')) : shardHealth.ready());
+  const health = async () => {
+    if (draining) return { statusCode: 503, body: { status: 'error', error: 'shutting down' } };
+    const report = await shardHealth.check();
+    return { statusCode: report.status === 'error' ? 503 : 200, body: report };
+  };
+  const admin = createServer(createAdminApp({ registry, probe, health }));
 
   let port: number;
   let metricsPort: number;
@@ -132,8 +162,20 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   }
 
   pool.connect().catch(() => {}); // a store that is down now is retried in the background
-  const monitor = startStoreMonitor({ probe, onResult: (usage) => metrics.recordProbe(usage), intervalMs: deps.monitorIntervalMs });
-  logger.info({ port, metricsPort, host: config.host, store: `${store.host}:${store.port}`, poolSize: config.storePoolSize }, 'kvbackend ready');
+  // The periodic probe behind kvbackend_store_up{shard} and _usage_bytes{shard}; it
+  // reports the usage summed over the shards that answered (undefined when none did).
+  const monitor = startStoreMonitor({
+    probe: async () => {
+      const report = await shardHealth.check();
+      for (const s of report.shards) metrics.recordProbe(s.name, s.up ? s.usage : undefined);
+      if (report.status === 'error') throw new Error('no store shard answered');
+      return report.usage;
+    },
+    onResult: () => {},
+    intervalMs: deps.monitorIntervalMs,
+  });
+  const shardList = config.store.map((s) => (s.name === s.address ? s.name : `${s.name}=${s.address}`));
+  logger.info({ port, metricsPort, host: config.host, store: shardList.join(','), shards: shardList.length, poolSize: config.storePoolSize }, 'kvbackend ready');
 
   let closed: Promise<void> | undefined;
   let delayTimer: NodeJS.Timeout | undefined;
@@ -144,6 +186,13 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     pool,
     registry,
     monitor,
+    health: () => shardHealth.check(),
+    setShards(shards) {
+      const gone = pool.shards.filter((s) => !shards.some((n) => n.name === s.name));
+      pool.setMembers(shards);
+      for (const s of shards) metrics.observerFor(s.name); // their series exist from now
+      for (const s of gone) metrics.forgetShard(s.name);
+    },
     close() {
       closed ??= (async () => {
         draining = true;

@@ -1,4 +1,4 @@
-import { StoreProtocolError, StoreReplyError, StoreTimeoutError, StoreUnavailableError } from '../client/errors.ts';
+import { StoreArgumentError, StoreProtocolError, StoreReplyError, StoreTimeoutError, StoreUnavailableError } from '../client/errors.ts';
 
 /** A fixed error reply: status and a short plain-text body (never a stack trace). */
 export interface ErrorReply {
@@ -33,6 +33,8 @@ export function replyForStoreError(err: unknown): ErrorReply {
   if (err instanceof StoreTimeoutError) return errorReplies.storeTimeout;
   if (err instanceof StoreReplyError) return err.reason === 'out of memory' ? errorReplies.storeOutOfMemory : errorReplies.badStoreReply;
   if (err instanceof StoreProtocolError) return errorReplies.badStoreReply;
+  // The app checks every argument first; the client library refusing one is the same 400.
+  if (err instanceof StoreArgumentError) return err.code === 'invalid_key' ? errorReplies.invalidKey : err.code === 'invalid_value' ? errorReplies.lineBreakInValue : errorReplies.invalidTtl;
   return errorReplies.internal;
 }
 

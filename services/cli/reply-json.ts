@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { errorKind, StoreReplyError } from '../client/errors.ts';
+import { errorKind, StoreArgumentError, StoreReplyError } from '../client/errors.ts';
 import { UsageError } from './usage-error.ts';
 
 /**
@@ -34,7 +34,7 @@ export type ErrorKind = 'reply' | 'usage' | 'unavailable' | 'timeout' | 'protoco
 
 export function errorKindOf(err: unknown): ErrorKind {
   if (err instanceof StoreReplyError) return 'reply';
-  if (err instanceof UsageError || err instanceof RangeError) return 'usage';
+  if (err instanceof UsageError || err instanceof StoreArgumentError || err instanceof RangeError) return 'usage';
   return errorKind(err);
 }
 

@@ -43,6 +43,24 @@ export class StoreProtocolError extends StoreError {
   override name = 'StoreProtocolError';
 }
 
+/** Why the client refused a command before sending anything: each has a stable code. */
+export type ArgumentErrorCode = 'invalid_key' | 'invalid_value' | 'invalid_seconds';
+
+/**
+ * The client refused an argument that the line protocol cannot carry (a key with a space
+ * or a line break, a value with LF, seconds out of range): nothing was sent. Rejected
+ * through the command's promise, never thrown, so a caller handles every failure in one
+ * place; not a store failure, so it is never counted as one.
+ */
+export class StoreArgumentError extends StoreError {
+  override name = 'StoreArgumentError';
+  readonly code: ArgumentErrorCode;
+  constructor(code: ArgumentErrorCode, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
 /** The metric label (`kind`) of a failure, from the fixed set of SPEC §4. */
 export function errorKind(err: unknown): 'timeout' | 'unavailable' | 'protocol' {
   if (err instanceof StoreTimeoutError) return 'timeout';

@@ -1,5 +1,5 @@
 import { isValidKey } from '../protocol/key-rules.ts';
-import { StoreProtocolError, StoreReplyError } from './errors.ts';
+import { StoreArgumentError, StoreProtocolError, StoreReplyError } from './errors.ts';
 
 /** A request's payload: the line without its LF (a Buffer when the value is binary). */
 export type Payload = string | Buffer;
@@ -12,20 +12,25 @@ export type CommandObserver = (command: string, result: CommandResult, seconds: 
 const LF = 0x0a;
 const CR = 0x0d;
 
-function checkKey(key: string): void {
+// Each check returns the refusal (or undefined): a command rejects with it, never throws.
+
+function checkKey(key: string): StoreArgumentError | undefined {
   // A key with a space or a line break would split into extra arguments or commands.
-  if (!isValidKey(key)) throw new RangeError('invalid key: 1 to 250 bytes of UTF-8, no spaces or control characters');
+  if (!isValidKey(key)) return new StoreArgumentError('invalid_key', 'invalid key: 1 to 250 bytes of UTF-8, no spaces or control characters');
+  return undefined;
 }
 
-function checkValue(value: Buffer): void {
+function checkValue(value: Buffer): StoreArgumentError | undefined {
   // LF ends the line; a CR right before it would be dropped by the store's framing.
   if (value.includes(LF) || (value.length > 0 && value[value.length - 1] === CR)) {
-    throw new RangeError('value cannot be sent over the line protocol: it contains LF or ends with CR');
+    return new StoreArgumentError('invalid_value', 'value cannot be sent over the line protocol: it contains LF or ends with CR');
   }
+  return undefined;
 }
 
-function checkSeconds(seconds: number): void {
-  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 1e9) throw new RangeError('seconds must be an integer from 1 to 1000000000');
+function checkSeconds(seconds: number): StoreArgumentError | undefined {
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 1e9) return new StoreArgumentError('invalid_seconds', 'seconds must be an integer from 1 to 1000000000');
+  return undefined;
 }
 
 function unexpected(command: string, reply: string): StoreProtocolError {
@@ -64,7 +69,8 @@ export abstract class StoreCommands {
 
   /** The value's bytes, or null when the key is absent. */
   get(key: string): Promise<Buffer | null> {
-    checkKey(key);
+    const refused = checkKey(key);
+    if (refused) return Promise.reject(refused);
     return this.#run('GET', `GET ${key}`, (reply) => {
       if (reply === 'NOT_FOUND') return ['not_found', null];
       // The store sends `VALUE ` for an empty value; accept a stripped `VALUE` too.
@@ -76,16 +82,15 @@ export abstract class StoreCommands {
 
   /** SET, or SETEX when ttlSeconds is given. */
   set(key: string, value: Buffer | string, ttlSeconds?: number): Promise<void> {
-    checkKey(key);
     const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
-    checkValue(bytes);
+    const refused = checkKey(key) ?? checkValue(bytes) ?? (ttlSeconds === undefined ? undefined : checkSeconds(ttlSeconds));
+    if (refused) return Promise.reject(refused);
     let head: string;
     let name: string;
     if (ttlSeconds === undefined) {
       head = `SET ${key} `;
       name = 'SET';
     } else {
-      checkSeconds(ttlSeconds);
       head = `SETEX ${key} ${ttlSeconds} `;
       name = 'SETEX';
     }
@@ -97,7 +102,8 @@ export abstract class StoreCommands {
   }
 
   del(key: string): Promise<void> {
-    checkKey(key);
+    const refused = checkKey(key);
+    if (refused) return Promise.reject(refused);
     return this.#run('DELETE', `DELETE ${key}`, (reply) => {
       if (reply !== 'OK') throw unexpected('DELETE', reply);
       return ['ok', undefined];
@@ -122,7 +128,8 @@ export abstract class StoreCommands {
 
   /** Seconds left (rounded up), -1 when the key has no expiry, null when absent. */
   ttl(key: string): Promise<number | null> {
-    checkKey(key);
+    const refused = checkKey(key);
+    if (refused) return Promise.reject(refused);
     return this.#run('TTL', `TTL ${key}`, (reply) => {
       if (reply === 'NOT_FOUND') return ['not_found', null];
       const m = /^TTL (-1|\d+)$/.exec(reply);
@@ -133,8 +140,8 @@ export abstract class StoreCommands {
 
   /** True when the key exists and now expires in `seconds`. */
   expire(key: string, seconds: number): Promise<boolean> {
-    checkKey(key);
-    checkSeconds(seconds);
+    const refused = checkKey(key) ?? checkSeconds(seconds);
+    if (refused) return Promise.reject(refused);
     return this.#run('EXPIRE', `EXPIRE ${key} ${seconds}`, (reply) => {
       if (reply === 'NOT_FOUND') return ['not_found', false];
       if (reply !== 'OK') throw unexpected('EXPIRE', reply);

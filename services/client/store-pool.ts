@@ -1,9 +1,12 @@
+import { StoreUnavailableError } from './errors.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
 import { StoreConnection, type ConnectionState, type StoreConnectionOptions } from './store-connection.ts';
 
-export interface StorePoolOptions extends StoreConnectionOptions {
+export interface StorePoolOptions extends Omit<StoreConnectionOptions, 'onStateChange' | 'onTimeout'> {
   /** Persistent connections kept open; commands are pipelined on them. */
   readonly size?: number;
+  /** Told when the pool becomes able to serve (`up`) or stops being able to, once per change. */
+  readonly onUpChange?: (up: boolean) => void;
 }
 
 /**
@@ -11,15 +14,55 @@ export interface StorePoolOptions extends StoreConnectionOptions {
  * next connected member, round-robin, and the rest of that turn's commands join it (so
  * they leave in one write, see StoreConnection); while none is connected commands go to
  * one that fails fast (or waits, if it is connecting), so no request hangs on a dead store.
+ *
+ * A time-out on any member means the store went silent: from then on every command fails
+ * at once (503) instead of queueing behind the members still waiting on it, until a
+ * member has reconnected and the store has answered its PING (StoreConnection).
  */
 export class StorePool extends StoreCommands {
   readonly connections: readonly StoreConnection[];
+  readonly host: string;
+  readonly port: number;
   #next = 0;
   #current: StoreConnection | undefined;
+  #silent = false;
+  #up = false;
+  readonly #onUpChange: ((up: boolean) => void) | undefined;
 
-  constructor({ size = 4, ...options }: StorePoolOptions) {
+  constructor({ size = 4, onUpChange, ...options }: StorePoolOptions) {
     super();
-    this.connections = Array.from({ length: size }, () => new StoreConnection(options));
+    this.host = options.host;
+    this.port = options.port;
+    this.#onUpChange = onUpChange;
+    const memberOptions: StoreConnectionOptions = {
+      ...options,
+      onStateChange: (state) => {
+        if (state === 'connected') this.#silent = false;
+        this.#updateUp();
+      },
+      onTimeout: () => {
+        this.#silent = true;
+        this.#updateUp();
+      },
+    };
+    this.connections = Array.from({ length: size }, () => new StoreConnection(memberOptions));
+  }
+
+  /** True when a command would be sent now: a member is connected and the store is not silent. */
+  get up(): boolean {
+    return this.#up;
+  }
+
+  /** True after a time-out, until the store answers again: commands fail at once meanwhile. */
+  get silent(): boolean {
+    return this.#silent;
+  }
+
+  #updateUp(): void {
+    const up = !this.#silent && this.connections?.some((c) => c.state === 'connected') === true;
+    if (up === this.#up) return;
+    this.#up = up;
+    this.#onUpChange?.(up);
   }
 
   /** Opens every connection; resolves when all have been tried, true if any is up. */
@@ -29,6 +72,7 @@ export class StorePool extends StoreCommands {
   }
 
   command(payload: Payload): Promise<string> {
+    if (this.#silent) return Promise.reject(this.#silentError());
     const current = this.#current;
     if (current !== undefined && current.batching && current.state === 'connected') return current.command(payload);
     const n = this.connections.length;
@@ -53,7 +97,17 @@ export class StorePool extends StoreCommands {
    */
   async probeUsage(): Promise<number> {
     const connected = this.connections.find((c) => c.state === 'connected');
-    if (connected) return connected.usage();
+    if (connected) {
+      // Also the way out of silence when the member that timed out cannot reconnect (a
+      // full store refusing it): a connected member that answers proves the store answers.
+      const usage = await connected.usage();
+      if (this.#silent) {
+        this.#silent = false;
+        this.#updateUp();
+      }
+      return usage;
+    }
+    if (this.#silent) throw this.#silentError();
     let first: StoreConnection;
     try {
       first = await Promise.any(this.connections.map(async (c) => (await c.connect(), c)));
@@ -68,6 +122,10 @@ export class StorePool extends StoreCommands {
     const counts: Record<ConnectionState, number> = { idle: 0, connecting: 0, connected: 0, disconnected: 0, closed: 0 };
     for (const c of this.connections) counts[c.state]++;
     return counts;
+  }
+
+  #silentError(): StoreUnavailableError {
+    return new StoreUnavailableError(`store ${this.host}:${this.port} stopped answering; failing fast until it answers again`);
   }
 
   async close(): Promise<void> {

@@ -4,16 +4,25 @@ import type { Registry } from 'prom-client';
 /** Sends USAGE to a store and resolves with its answer; rejects on any failure or time-out. */
 export type UsageProbe = () => Promise<number>;
 
+/** A /healthz answer computed by the service itself (the backend lists its shards). */
+export interface HealthAnswer {
+  readonly statusCode: number;
+  readonly body: object;
+}
+
 export interface AdminAppOptions {
   readonly registry: Registry;
+  /** Behind /readyz, and /healthz unless `health` is given. */
   readonly probe: UsageProbe;
+  /** Replaces the probe's /healthz body (never rejects). */
+  readonly health?: () => Promise<HealthAnswer>;
 }
 
 /**
  * The admin endpoints both services serve on their own port (SPEC §3).
  * /livez depends on nothing downstream; /readyz and /healthz run the probe.
  */
-export function createAdminApp({ registry, probe }: AdminAppOptions): Express {
+export function createAdminApp({ registry, probe, health }: AdminAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
 
@@ -35,6 +44,11 @@ export function createAdminApp({ registry, probe }: AdminAppOptions): Express {
   });
 
   app.get('/healthz', async (_req, res) => {
+    if (health) {
+      const answer = await health();
+      res.status(answer.statusCode).json(answer.body);
+      return;
+    }
     const started = performance.now();
     try {
       const usage = await probe();

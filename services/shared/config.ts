@@ -1,5 +1,7 @@
 import { statSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 import { dirname } from 'node:path';
+import { parseStoreList } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
@@ -89,8 +91,10 @@ export function hostPort(raw: string, env: string): HostPort {
   if (!m) fail(env, raw, 'host:port, with an IPv6 address in brackets as in [::1]:8765');
   const bracketed = m[1]!.startsWith('[');
   const address = bracketed ? m[1]!.slice(1, -1) : m[1]!;
-  if (!bracketed && address.includes(':')) fail(env, raw, 'host:port, with an IPv6 address in brackets as in [::1]:8765');
-  if (bracketed && !address.includes(':')) fail(env, raw, 'host:port, with brackets only around an IPv6 address');
+  if (!bracketed && address.includes(':')) {
+    throw new ConfigError(`${env}=${JSON.stringify(raw)} is invalid: an IPv6 address needs brackets, as in [::1]:8765 (ambiguous: ${JSON.stringify(raw)})`);
+  }
+  if (bracketed && !isIPv6(address)) fail(env, raw, '[IPv6 address]:port: brackets only around an IPv6 address');
   const port = Number(m[2]);
   if (port < 1 || port > 65535) fail(env, raw, 'host:port with a port from 1 to 65535');
   return Object.freeze({ host: host(address, env), port });
@@ -138,9 +142,22 @@ export const backendSettings = {
   host: { env: 'HOST', default: '0.0.0.0', description: 'Address the backend (and its admin port) binds.', parse: host },
   port: { env: 'PORT', default: '8080', description: 'HTTP port of the backend: every path is a key.', parse: port },
   metricsPort: { env: 'BACKEND_METRICS_PORT', default: '8081', description: 'Admin HTTP port of the backend: /metrics, /livez, /readyz, /healthz.', parse: port },
-  store: { env: 'KV_STORE', default: '127.0.0.1:8765', description: 'Store address, `host:port`.', parse: hostPort },
+  store: {
+    env: 'KV_STORE',
+    default: '127.0.0.1:8765',
+    description: 'Store address, `host:port`, or a comma-separated list of shards (`name=host:port` names one; IPv6 as `[::1]:8765`); see Sharding.',
+    // A function expression: store-list.ts imports this module too.
+    parse: (raw: string, env: string) => parseStoreList(raw, env),
+  },
   storeTimeoutMs: { env: 'STORE_TIMEOUT_MS', default: '1000', description: 'Time-out on every store command, in ms.', parse: integer(1, 600_000) },
-  storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to the store; requests are pipelined on them.', parse: integer(1, 256) },
+  storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to each store shard; requests are pipelined on them.', parse: integer(1, 256) },
+  shardEjectAfter: {
+    env: 'SHARD_EJECT_AFTER',
+    default: '0',
+    description: 'Consecutive failed commands (unreachable or timed out) after which a shard leaves the ring for SHARD_RETRY_MS and its keys go to their next choice; 0 = never (its keys get 503/504).',
+    parse: integer(0, 1_000_000),
+  },
+  shardRetryMs: { env: 'SHARD_RETRY_MS', default: '30000', description: 'How long an ejected shard stays out of the ring, in ms.', parse: integer(1, 86_400_000) },
   bodyTimeoutMs: {
     env: 'BODY_TIMEOUT_MS',
     default: '30000',

@@ -1,4 +1,3 @@
-import { isIPv6 } from 'node:net';
 import { memberSeed } from '../ring/shard-ring.ts';
 import { ConfigError, hostPort, type HostPort } from './config.ts';
 
@@ -54,13 +53,6 @@ export function parseStoreList(raw: string, env: string): readonly StoreShard[] 
       fail('a shard name is 1 to 128 letters, digits, ".", "_" or "-", starting with a letter or digit');
     }
     const bracketed = address.startsWith('[');
-    const portAt = address.lastIndexOf(':');
-    if (!bracketed && portAt > 0 && address.lastIndexOf(':', portAt - 1) >= 0) {
-      fail(`an IPv6 address needs brackets, as in [::1]:8765 (ambiguous: ${JSON.stringify(address)})`);
-    }
-    if (bracketed && !(portAt > 0 && address[portAt - 1] === ']' && isIPv6(address.slice(1, portAt - 1)))) {
-      fail('expected [IPv6 address]:port');
-    }
     let parsed: HostPort;
     try {
       parsed = hostPort(address, env);

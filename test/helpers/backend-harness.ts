@@ -4,6 +4,7 @@ import { StoreConnection } from '../../services/client/index.ts';
 import { startBackendService, type BackendDeps, type BackendService } from '../../services/backend/backend-service.ts';
 import { loadBackendConfig, loadStoreConfig, type BackendConfig, type StoreConfig } from '../../services/shared/config.ts';
 import { createLogger, type Logger } from '../../services/shared/logger.ts';
+import { parseStoreList, type StoreShard } from '../../services/shared/store-list.ts';
 import type { startStoreService } from '../../services/store/store-service.ts';
 import { startFakeStore, type FakeAction, type FakeStore } from './fake-store.ts';
 
@@ -61,6 +62,12 @@ export function send(port: number, method: string, path: string, body?: Buffer |
 
 export { metricSum, seriesOf } from './exposition.ts';
 
+/** The parsed KV_STORE for stores on loopback ports (or a KV_STORE string as written). */
+export function storeList(store: number | readonly number[] | string): readonly StoreShard[] {
+  const raw = typeof store === 'string' ? store : (typeof store === 'number' ? [store] : store).map((p) => `127.0.0.1:${p}`).join(',');
+  return parseStoreList(raw, 'KV_STORE');
+}
+
 export async function scrape(port: number): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`);
   return res.text();
@@ -90,10 +97,11 @@ export function backendHarness() {
       return store;
     },
 
-    async backend(storePort: number, overrides: Partial<BackendConfig> = {}, deps: Partial<BackendDeps> = {}): Promise<BackendService> {
+    /** A backend over one store port, or a ring of stores (a list of ports, or a KV_STORE string). */
+    async backend(store: number | readonly number[] | string, overrides: Partial<BackendConfig> = {}, deps: Partial<BackendDeps> = {}): Promise<BackendService> {
       const config = loadBackendConfig(
         {},
-        { host: '127.0.0.1', port: 0, metricsPort: 0, logLevel: 'silent', store: { host: '127.0.0.1', port: storePort }, ...overrides },
+        { host: '127.0.0.1', port: 0, metricsPort: 0, logLevel: 'silent', store: storeList(store), ...overrides },
       );
       const backend = await startBackendService(config, { logger: silentLogger(), ...deps });
       cleanups.push(() => backend.destroy());

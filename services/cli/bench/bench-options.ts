@@ -1,12 +1,15 @@
 import { parseArgs } from 'node:util';
 import type { GlobalOptions } from '../cli-args.ts';
-import { resolveStoreAddress } from '../store-address.ts';
+import type { StoreShard } from '../../shared/store-list.ts';
+import { resolveStoreShards } from '../store-address.ts';
 import { UsageError } from '../usage-error.ts';
 import { MAX_KEYSPACE, type BenchProtocol } from './command-encoder.ts';
 
 export interface BenchOptions {
   readonly host: string;
   readonly port: number;
+  /** Every store to drive: one, or the shards of a ring (each gets the keys the ring gives it). */
+  readonly shards: readonly StoreShard[];
   readonly protocol: BenchProtocol;
   readonly connections: number;
   readonly pipeline: number;
@@ -61,6 +64,9 @@ Options:
       --threads <n>       worker threads sharing the connections (default 1)
       --timeout <ms>      connect time-out, and longest wait for a reply (default ${d.timeoutMs})
       --host, --port      server (default: KV_STORE, else 127.0.0.1:8765)
+                          --store / KV_STORE with a list of shards drives every shard: each gets
+                          its share of the connections and the keys the ring gives it, and the
+                          report shows each shard and the total
       --json              print the result as one JSON object
 
 A progress bar is drawn on stderr when it is a terminal and the run lasts over a second.
@@ -110,7 +116,8 @@ export function parseBenchOptions(argv: readonly string[], global: GlobalOptions
     throw new UsageError(`${(err as Error).message.split('\n')[0]} (see kv bench --help)`);
   }
   const help = Boolean(values.help || global.help);
-  const address = resolveStoreAddress(env, values.host ?? global.host, values.port ?? global.port);
+  const shards = resolveStoreShards(env, { store: global.store, host: values.host ?? global.host, port: values.port ?? global.port });
+  const address = { host: shards[0]!.host, port: shards[0]!.port };
   const protocol = values.protocol ?? 'line';
   if (protocol !== 'line' && protocol !== 'resp') throw new UsageError(`--protocol ${JSON.stringify(protocol)}: expected line or resp`);
   const ratioRaw = values.ratio ?? BENCH_DEFAULTS.ratio;
@@ -121,11 +128,14 @@ export function parseBenchOptions(argv: readonly string[], global: GlobalOptions
   const connections = int('--connections', values.connections, BENCH_DEFAULTS.connections, 1, 10_000);
   const threads = int('--threads', values.threads, 1, 1, 64);
   if (threads > connections) throw new UsageError(`--threads ${threads}: cannot exceed --connections ${connections}`);
+  if (shards.length > 1 && threads > 1) throw new UsageError(`--threads ${threads}: a list of shards is driven from one thread (each shard gets its share of the connections)`);
+  if (shards.length > connections) throw new UsageError(`--connections ${connections}: a list of ${shards.length} shards needs at least one connection each`);
   const prefill = values.prefill ?? true;
   const requests = durationSec === undefined ? int('--requests', values.requests, BENCH_DEFAULTS.requests, 0, Number.MAX_SAFE_INTEGER) : undefined;
   if (requests === 0 && !prefill) throw new UsageError('-n 0 means prefill only, which --no-prefill turns off');
   return {
     ...address,
+    shards,
     protocol,
     connections,
     pipeline: int('--pipeline', values.pipeline, BENCH_DEFAULTS.pipeline, 1, 10_000),

@@ -18,6 +18,16 @@ export function formatBenchReport(r: BenchResult): string {
       `latency   p50 ${ms(r.latencyMs.p50)}  p90 ${ms(r.latencyMs.p90)}  p99 ${ms(r.latencyMs.p99)}  p99.9 ${ms(r.latencyMs.p999)}  max ${ms(r.latencyMs.max)} ms`,
     );
   }
+  if (r.shards) {
+    lines.push(`shards    ${r.shards.length}, driven at once; each with its keys (as the ring routes them) and its share of the connections:`);
+    for (const s of r.shards) {
+      lines.push(
+        `  ${s.shard}  ${s.connections} connections  ${n(s.keyspace)} keys  ${n(s.requests)} requests  ${n(s.opsPerSec)} ops/s  ` +
+          `p50 ${ms(s.latencyMs.p50)}  p99 ${ms(s.latencyMs.p99)} ms  ${n(s.errors)} errors  ${n(s.wrongReplies)} wrong`,
+      );
+    }
+    lines.push(`total     ${n(r.opsPerSec)} ops/s over the shards (latency above: the shard with the highest p99)`);
+  }
   const problems = r.errors + r.wrongReplies;
   lines.push(
     problems === 0

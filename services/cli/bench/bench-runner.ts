@@ -1,6 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { BenchOptions } from './bench-options.ts';
 import { LatencyHistogram, type HistogramData, type LatencySummary } from './latency-histogram.ts';
+import { ShardRing } from '../../ring/shard-ring.ts';
+import { benchKey } from './command-encoder.ts';
 import { LoadGenerator, type LoadOptions, type PhaseResult } from './load-generator.ts';
 
 export type BenchPhaseName = 'connect' | 'prefill' | 'warmup' | 'measure';
@@ -34,6 +36,8 @@ export interface BenchResult {
   readonly misses: number;
   readonly errors: number;
   readonly wrongReplies: number;
+  /** With a list of shards: each shard's own result (the fields above are the totals). */
+  readonly shards?: readonly (BenchResult & { readonly shard: string })[];
 }
 
 export interface WorkerJob {
@@ -51,10 +55,11 @@ export type WorkerMessage =
   | { type: 'result'; warmup: PhaseResult | null; measure: Omit<PhaseResult, 'histogram'> & { histogram: HistogramData } }
   | { type: 'error'; message: string };
 
-function loadOptions(o: BenchOptions, connections: number): LoadOptions {
+function loadOptions(o: BenchOptions, connections: number, keys?: Float64Array): LoadOptions {
   return {
     host: o.host,
     port: o.port,
+    keys,
     protocol: o.protocol,
     connections,
     pipeline: o.pipeline,
@@ -77,7 +82,73 @@ const seconds = (r: { startedAt: number; endedAt: number }) => Math.max(1e-9, (r
  * `threads` worker threads that share the connections (the prefill always runs here).
  */
 export async function runBenchmark(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void = () => {}): Promise<BenchResult> {
-  const gen = new LoadGenerator(loadOptions(o, o.connections));
+  if (o.shards.length > 1) return runOverShards(o);
+  return runOne(o, onPhase);
+}
+
+/** The keys of the keyspace that the ring gives each shard (key numbers, as the encoder writes them). */
+function keysByShard(o: BenchOptions): Map<string, Float64Array> {
+  const ring = new ShardRing(o.shards);
+  const lists = new Map<string, number[]>(o.shards.map((s) => [s.name, []]));
+  for (let k = 0; k < o.keyspace; k++) lists.get(ring.shardFor(benchKey(k)).name)!.push(k);
+  return new Map([...lists].map(([name, keys]) => [name, Float64Array.from(keys)]));
+}
+
+/**
+ * A list of shards: every shard driven at once, each with its share of the connections
+ * and the keys the ring gives it (the traffic a ring-aware client sends), each reported,
+ * plus the totals (requests summed; ops/s summed over the shards, which run side by side).
+ */
+async function runOverShards(o: BenchOptions): Promise<BenchResult> {
+  // Routing every key number costs about a tenth of a microsecond each.
+  if (o.keyspace > 10_000_000) throw new Error(`--keyspace ${o.keyspace}: over a list of shards, at most 10000000 keys (each is routed before the run)`);
+  const keys = keysByShard(o);
+  for (const [name, list] of keys) {
+    if (list.length === 0) throw new Error(`--keyspace ${o.keyspace} leaves shard ${name} without keys; use a larger keyspace`);
+  }
+  const results = await Promise.all(
+    o.shards.map(async (s, i) => {
+      const mine = keys.get(s.name)!;
+      const one: BenchOptions = {
+        ...o,
+        host: s.host,
+        port: s.port,
+        shards: [s],
+        keyspace: mine.length,
+        connections: share(o.connections, o.shards.length, i),
+        requests: o.requests === undefined ? undefined : share(o.requests, o.shards.length, i),
+      };
+      return { shard: s.name, ...(await runOne(one, () => {}, mine)) };
+    }),
+  );
+  const sum = (pick: (r: BenchResult) => number) => results.reduce((a, r) => a + pick(r), 0);
+  const worst = (pick: (r: BenchResult) => number) => Math.max(...results.map(pick));
+  const prefills = results.map((r) => r.prefill).filter((p) => p !== null);
+  return {
+    ...results[0]!,
+    target: o.shards.map((s) => s.name).join(','),
+    connections: o.connections,
+    keyspace: o.keyspace,
+    prefill: prefills.length
+      ? { requests: sum((r) => r.prefill?.requests ?? 0), seconds: worst((r) => r.prefill?.seconds ?? 0), opsPerSec: sum((r) => r.prefill?.opsPerSec ?? 0), errors: sum((r) => r.prefill?.errors ?? 0), wrong: sum((r) => r.prefill?.wrong ?? 0) }
+      : null,
+    warmup: results[0]!.warmup && { requests: sum((r) => r.warmup?.requests ?? 0), seconds: worst((r) => r.warmup?.seconds ?? 0) },
+    requests: sum((r) => r.requests),
+    gets: sum((r) => r.gets),
+    sets: sum((r) => r.sets),
+    seconds: worst((r) => r.seconds),
+    opsPerSec: sum((r) => r.opsPerSec),
+    // Latency over the shards: the worst shard's (each shard's own is in `shards`).
+    latencyMs: results.reduce((w, r) => (r.latencyMs.p99 > w.p99 ? r.latencyMs : w), results[0]!.latencyMs),
+    misses: sum((r) => r.misses),
+    errors: sum((r) => r.errors),
+    wrongReplies: sum((r) => r.wrongReplies),
+    shards: results,
+  };
+}
+
+async function runOne(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void, keys?: Float64Array): Promise<BenchResult> {
+  const gen = new LoadGenerator(loadOptions(o, o.connections, keys));
   let prefill: PhaseResult | null = null;
   let warmup: PhaseResult | null = null;
   let measure: PhaseResult;

@@ -11,6 +11,8 @@ export interface LoadOptions {
   /** Commands per batch: each connection writes P commands at once and waits for all P replies. */
   readonly pipeline: number;
   readonly keyspace: number;
+  /** The key numbers to use instead of 0..keyspace-1 (the keys of one shard of a ring). */
+  readonly keys?: Float64Array;
   readonly valueSize: number;
   /** Fraction of GETs among the requests (0.9 for --ratio 9:1). */
   readonly getFraction: number;
@@ -126,7 +128,7 @@ export class LoadGenerator {
 
   /** SETs every key of the keyspace once (batches of PREFILL_DEPTH, all connections). */
   prefill(): Promise<PhaseResult> {
-    return this.#run(true, false, this.options.keyspace);
+    return this.#run(true, false, this.options.keys?.length ?? this.options.keyspace);
   }
 
   /**
@@ -183,13 +185,15 @@ export class LoadGenerator {
     let bytes: number;
     let buf: Buffer;
     if (phase.prefill) {
-      take = Math.min(PREFILL_DEPTH, this.options.keyspace - phase.nextKey);
+      const keys = this.options.keys;
+      take = Math.min(PREFILL_DEPTH, (keys ? keys.length : this.options.keyspace) - phase.nextKey);
       if (take <= 0) return false;
       buf = Buffer.allocUnsafe(take * enc.setLength);
       let off = 0;
       for (let i = 0; i < take; i++) {
         expect[i] = EXPECT_SET;
-        off = enc.writeSet(buf, off, phase.nextKey++);
+        const n = phase.nextKey++;
+        off = enc.writeSet(buf, off, keys ? keys[n]! : n);
       }
       phase.sets += take;
     } else {
@@ -208,10 +212,12 @@ export class LoadGenerator {
       }
       bytes = gets * enc.getLength + (take - gets) * enc.setLength;
       buf = Buffer.allocUnsafe(bytes);
-      const keyspace = this.options.keyspace;
+      const keys = this.options.keys;
+      const keyspace = keys ? keys.length : this.options.keyspace;
       let off = 0;
       for (let i = 0; i < take; i++) {
-        const k = Math.floor(Math.random() * keyspace);
+        const r = Math.floor(Math.random() * keyspace);
+        const k = keys ? keys[r]! : r;
         off = expect[i] === EXPECT_GET ? enc.writeGet(buf, off, k) : enc.writeSet(buf, off, k);
       }
       phase.gets += gets;
