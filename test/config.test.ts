@@ -15,6 +15,7 @@ describe('loadStoreConfig', () => {
       evictionPolicy: 'lru',
       maxConnections: 10000,
       idleTimeoutMs: 300000,
+      outputStallTimeoutMs: 30000,
       logLevel: 'info',
       maxValueBytes: 1048576,
     });
@@ -30,6 +31,7 @@ describe('loadStoreConfig', () => {
       EVICTION_POLICY: 'NoEviction',
       MAX_CONNECTIONS: '5',
       IDLE_TIMEOUT_MS: '0',
+      OUTPUT_STALL_TIMEOUT_MS: '250',
       LOG_LEVEL: 'debug',
       MAX_VALUE_BYTES: ' 64 ',
     });
@@ -41,6 +43,7 @@ describe('loadStoreConfig', () => {
       evictionPolicy: 'noeviction',
       maxConnections: 5,
       idleTimeoutMs: 0,
+      outputStallTimeoutMs: 250,
       logLevel: 'debug',
       maxValueBytes: 64,
     });

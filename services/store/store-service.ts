@@ -67,6 +67,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     maxLineBytes: lineBound(config.maxValueBytes),
     maxConnections: config.maxConnections,
     idleTimeoutMs: config.idleTimeoutMs,
+    outputStallTimeoutMs: config.outputStallTimeoutMs,
     evictionPolicy: config.evictionPolicy,
   });
   const tcp = server;
@@ -100,6 +101,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       evictionPolicy: config.evictionPolicy,
       maxConnections: config.maxConnections,
       idleTimeoutMs: config.idleTimeoutMs,
+      outputStallTimeoutMs: config.outputStallTimeoutMs,
       maxValueBytes: config.maxValueBytes,
     },
     'kvstore ready',
