@@ -7,14 +7,16 @@ import type { Socket } from 'node:net';
  * (the old way, a string concatenated per reply and held until the write, left the
  * collector megabytes of reply strings per busy connection).
  *
- * Buffers come from a small shared pool and go back to it when the kernel took the whole
- * write at once (the common case); when it did not, the socket keeps the bytes until they
- * are sent and the connection takes a fresh buffer next time.
+ * Buffers come from a small shared pool and go back to it as soon as the socket no longer
+ * needs them: at once when the kernel took the whole write (the common case), otherwise
+ * at the connection's next write that finds the socket's queue empty. A client that reads
+ * slowly therefore reuses the same two buffers instead of costing an allocation (and the
+ * collector's work) per turn.
  */
 
-/** Size of a pooled buffer: many turns' replies at low pipeline depth, a few dozen KB values. */
-const POOLED_BYTES = 32 * 1024;
-/** Free buffers kept; a turn needs one per connection that has replies at the same moment of writing, and they come back at once. */
+/** Size of a pooled buffer: a connection's reply bound (64 KiB) plus a reply of a few KB. */
+const POOLED_BYTES = 80 * 1024;
+/** Free buffers kept. */
 const POOL_SIZE = 64;
 
 export class ReplyBufferPool {
@@ -39,6 +41,8 @@ export class ReplyBuffer {
   readonly #pool: ReplyBufferPool;
   #buf: Buffer = EMPTY;
   #len = 0;
+  /** The buffer of the last write that the socket had not finished when it returned. */
+  #inFlight: Buffer | null = null;
 
   constructor(pool: ReplyBufferPool) {
     this.#pool = pool;
@@ -73,9 +77,14 @@ export class ReplyBuffer {
     const buf = this.#buf;
     this.#buf = EMPTY;
     this.#len = 0;
+    // An empty queue means every earlier write is done with its bytes.
+    if (this.#inFlight !== null && socket.writableLength === 0) {
+      this.#pool.give(this.#inFlight);
+      this.#inFlight = null;
+    }
     socket.write(buf.subarray(0, n));
-    // Nothing left queued: the kernel copied the bytes and the buffer is free again.
-    if (socket.writableLength === 0) this.#pool.give(buf);
+    if (socket.writableLength === 0) this.#pool.give(buf); // the kernel copied it all
+    else this.#inFlight = buf; // an older one still in flight is left to the collector
     return n;
   }
 
@@ -84,6 +93,7 @@ export class ReplyBuffer {
     if (this.#buf !== EMPTY) this.#pool.give(this.#buf);
     this.#buf = EMPTY;
     this.#len = 0;
+    this.#inFlight = null;
   }
 
   #room(bytes: number): void {
