@@ -104,6 +104,7 @@ describe('alert rules', () => {
         'KvStoreHighEvictionRate',
         'KvStoreConnectionsHigh',
         'KvStoreRejectedConnections',
+        'KvStoreOutputLimitDisconnects',
         'KvStoreLowHitRate',
         'KvBackendDown',
         'KvBackendStoreUnreachable',
