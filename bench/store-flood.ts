@@ -4,7 +4,7 @@
 // round trip of that client, the store's peak RSS, and what the kernel holds for the
 // flooders (the store's send queues plus the flooders' receive queues, from `ss`).
 //
-//   node bench/store-flood.ts [--conns 200] [--gets 5000] [--value-size 1024] [--duration 5] [--store-dir .]
+//   node bench/store-flood.ts [--conns 200] [--gets 20000] [--value-size 1024] [--duration 5] [--store-dir .]
 //
 // --store-dir runs `node services/store/main.ts` from another checkout (to compare builds).
 import { execFileSync, spawn } from 'node:child_process';
@@ -17,7 +17,7 @@ import { freePort } from '../services/shared/free-port.ts';
 const { values: opts } = parseArgs({
   options: {
     conns: { type: 'string', default: '200' },
-    gets: { type: 'string', default: '5000' },
+    gets: { type: 'string', default: '20000' },
     'value-size': { type: 'string', default: '1024' },
     duration: { type: 'string', default: '5' },
     'store-dir': { type: 'string', default: fileURLToPath(new URL('..', import.meta.url)) },
@@ -111,9 +111,10 @@ const burst = Buffer.from('GET flood:value\n'.repeat(gets));
 for (let i = 0; i < conns; i++) {
   const s = await open();
   s.on('error', () => {}); // the store may cut a flooder off
-  s.write(burst);
   flooders.push(s);
 }
+// All at once, so the store finds every flooder's commands in the same turns.
+for (const s of flooders) s.write(burst);
 
 const pings: number[] = [];
 const usages: number[] = [];
