@@ -5,11 +5,12 @@ import type { ReplyBuffer } from './reply-buffer.ts';
 import { ValueLocation, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
 
-const OK_REPLY = 'OK\n';
-const NOT_FOUND_REPLY = 'NOT_FOUND\n';
-const OUT_OF_MEMORY_REPLY = 'ERROR out of memory\n';
-const PONG_REPLY = 'PONG\n';
-const BYE_REPLY = 'BYE\n';
+const OK_REPLY = Buffer.from('OK\n');
+const NOT_FOUND_REPLY = Buffer.from('NOT_FOUND\n');
+const OUT_OF_MEMORY_REPLY = Buffer.from('ERROR out of memory\n');
+const PONG_REPLY = Buffer.from('PONG\n');
+const BYE_REPLY = Buffer.from('BYE\n');
+const PARSE_ERROR_REPLY_BYTES = PARSE_ERROR_REPLIES.map((r) => Buffer.from(r, 'latin1'));
 
 export interface CommandRunnerOptions {
   readonly engine: StoreEngine;
@@ -55,7 +56,7 @@ export class CommandRunner {
     const command = p.command;
     let result = RESULT_OK;
     if (code !== OK) {
-      out.ascii(PARSE_ERROR_REPLIES[code]!);
+      out.bytes(PARSE_ERROR_REPLY_BYTES[code]!);
       this.#metrics.protocolErrors[reasonIndexOfParseError(code)]!++;
       result = RESULT_ERROR;
     } else {
@@ -65,7 +66,7 @@ export class CommandRunner {
           if (engine.getAt(buf, p.keyStart, p.keyEnd, v)) {
             out.value(v.page, v.start, v.end);
           } else {
-            out.ascii(NOT_FOUND_REPLY);
+            out.bytes(NOT_FOUND_REPLY);
             result = RESULT_NOT_FOUND;
           }
           break;
@@ -74,35 +75,35 @@ export class CommandRunner {
         case SETEX: {
           const seconds = command === SET ? undefined : p.seconds;
           if (engine.setAt(buf, p.keyStart, p.keyEnd, p.valueStart, p.valueEnd, seconds) === 'ok') {
-            out.ascii(OK_REPLY);
+            out.bytes(OK_REPLY);
           } else {
-            out.ascii(OUT_OF_MEMORY_REPLY);
+            out.bytes(OUT_OF_MEMORY_REPLY);
             result = RESULT_ERROR;
           }
           break;
         }
         case DELETE:
           engine.deleteAt(buf, p.keyStart, p.keyEnd);
-          out.ascii(OK_REPLY);
+          out.bytes(OK_REPLY);
           break;
         case USAGE:
           out.ascii('USAGE ' + engine.usageBytes + '\n');
           break;
         case PING:
-          out.ascii(PONG_REPLY);
+          out.bytes(PONG_REPLY);
           break;
         case EXPIRE:
           if (engine.expireAt(buf, p.keyStart, p.keyEnd, p.seconds)) {
-            out.ascii(OK_REPLY);
+            out.bytes(OK_REPLY);
           } else {
-            out.ascii(NOT_FOUND_REPLY);
+            out.bytes(NOT_FOUND_REPLY);
             result = RESULT_NOT_FOUND;
           }
           break;
         case TTL: {
           const ttl = engine.ttlAt(buf, p.keyStart, p.keyEnd);
           if (ttl === null) {
-            out.ascii(NOT_FOUND_REPLY);
+            out.bytes(NOT_FOUND_REPLY);
             result = RESULT_NOT_FOUND;
           } else {
             out.ascii('TTL ' + ttl + '\n');
@@ -113,7 +114,7 @@ export class CommandRunner {
           out.ascii(this.#statsLine() + '\n');
           break;
         case QUIT:
-          out.ascii(BYE_REPLY);
+          out.bytes(BYE_REPLY);
           break;
       }
     }

@@ -33,8 +33,16 @@ export class ReplyBufferPool {
 }
 
 const EMPTY = Buffer.alloc(0);
-const VALUE_PREFIX = 'VALUE ';
+const VALUE_PREFIX = Buffer.from('VALUE ');
 const LF = 0x0a;
+
+// What buf.toString('base64', start, end) and buf.write(text, at, 'latin1') call once they
+// have checked and normalised their arguments; on a path run for every reply that
+// normalising is a measurable share of the cost, and here the arguments are known good.
+type BufferWorkers = Buffer & {
+  base64Slice(start: number, end: number): string;
+  latin1Write(text: string, at: number): number;
+};
 
 /** One connection's replies not yet handed to its socket. */
 export class ReplyBuffer {
@@ -56,7 +64,17 @@ export class ReplyBuffer {
   /** Appends a reply made of ASCII characters (LF included by the caller). */
   ascii(text: string): void {
     this.#room(text.length);
-    this.#len += this.#buf.write(text, this.#len, 'latin1');
+    this.#len += (this.#buf as BufferWorkers).latin1Write(text, this.#len);
+  }
+
+  /** Appends a reply given as bytes (the constant ones: OK, PONG, NOT_FOUND...). */
+  bytes(reply: Buffer): void {
+    const n = reply.length;
+    this.#room(n);
+    const buf = this.#buf;
+    let at = this.#len;
+    for (let i = 0; i < n; i++) buf[at++] = reply[i]!;
+    this.#len = at;
   }
 
   /** Appends `VALUE <base64 of page[start, end)>\n`. */
@@ -64,8 +82,9 @@ export class ReplyBuffer {
     const encoded = 4 * Math.ceil((end - start) / 3);
     this.#room(VALUE_PREFIX.length + encoded + 1);
     const buf = this.#buf;
-    let at = this.#len + buf.write(VALUE_PREFIX, this.#len, 'latin1');
-    if (encoded > 0) at += buf.write(page.toString('base64', start, end), at, 'latin1');
+    let at = this.#len;
+    for (let i = 0; i < VALUE_PREFIX.length; i++) buf[at++] = VALUE_PREFIX[i]!;
+    if (encoded > 0) at += (buf as BufferWorkers).latin1Write((page as BufferWorkers).base64Slice(start, end), at);
     buf[at++] = LF;
     this.#len = at;
   }
