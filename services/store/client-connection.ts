@@ -101,7 +101,8 @@ export class ClientConnection implements TurnWork {
    */
   stalledMs(now: number): number {
     const socket = this.socket;
-    if (!socket.writableNeedDrain || this.#state === ENDED) {
+    // Whatever the state: a client that QUITs behind replies it never reads is stuck too.
+    if (!socket.writableNeedDrain) {
       this.#stallSince = 0;
       return 0;
     }
