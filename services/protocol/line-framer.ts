@@ -24,9 +24,11 @@ const CR = 0x0d;
 export class LineFramer {
   readonly maxLineBytes: number;
   readonly #sink: LineSink;
-  /** Chunks not framed yet; the first one from #pos. */
-  #chunks: Buffer[] = [];
+  /** The chunk being framed, from #pos; null when all input is framed. */
+  #chunk: Buffer | null = null;
   #pos = 0;
+  /** Chunks appended while #chunk was still held, in order (rare: reading pauses then). */
+  #queued: Buffer[] = [];
   /** Pieces of a line whose LF has not arrived (copies). */
   #pending: Buffer[] = [];
   #pendingBytes = 0;
@@ -49,7 +51,7 @@ export class LineFramer {
 
   /** Appended input not framed yet (it may hold complete lines, or only part of one). */
   get hasUnframedInput(): boolean {
-    return this.#chunks.length > 0;
+    return this.#chunk !== null;
   }
 
   /**
@@ -64,7 +66,12 @@ export class LineFramer {
   /** Holds a chunk for deliver(). */
   append(chunk: Buffer): void {
     if (this.#overflowed || this.#stopped || chunk.length === 0) return;
-    this.#chunks.push(chunk);
+    if (this.#chunk === null) {
+      this.#chunk = chunk;
+      this.#pos = 0;
+    } else {
+      this.#queued.push(chunk);
+    }
   }
 
   /**
@@ -73,8 +80,8 @@ export class LineFramer {
    */
   deliver(maxLines: number): number {
     let delivered = 0;
-    while (delivered < maxLines && this.#chunks.length > 0 && !this.#stopped && !this.#overflowed) {
-      const chunk = this.#chunks[0]!;
+    while (delivered < maxLines && this.#chunk !== null && !this.#stopped && !this.#overflowed) {
+      const chunk = this.#chunk;
       const pos = this.#pos;
       const lf = chunk.indexOf(LF, pos);
       if (lf === -1) {
@@ -105,7 +112,8 @@ export class LineFramer {
   /** Stops delivering lines (the rest of the stream is dropped), e.g. after QUIT. */
   stop(): void {
     this.#stopped = true;
-    this.#chunks = [];
+    this.#chunk = null;
+    this.#queued = [];
     this.#pending = [];
     this.#pendingBytes = 0;
   }
@@ -116,7 +124,7 @@ export class LineFramer {
   }
 
   #nextChunk(): void {
-    this.#chunks.shift();
+    this.#chunk = this.#queued.length > 0 ? this.#queued.shift()! : null;
     this.#pos = 0;
   }
 
@@ -135,7 +143,8 @@ export class LineFramer {
 
   #overflow(): void {
     this.#overflowed = true;
-    this.#chunks = [];
+    this.#chunk = null;
+    this.#queued = [];
     this.#pending = [];
     this.#pendingBytes = 0;
     this.#sink.onOverflow();

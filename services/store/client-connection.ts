@@ -67,6 +67,7 @@ export interface ConnectionFlow {
  */
 export class ClientConnection implements TurnWork {
   readonly socket: Socket;
+  turnQueues = 0;
   readonly #ctx: ConnectionContext;
   readonly #framer: LineFramer;
   readonly #replies: ReplyBuffer;

@@ -1,10 +1,15 @@
 /** What a connection does at the turns of the event loop. */
 export interface TurnWork {
+  /** Owned by the TurnScheduler: which of its lists the work is in (so each holds it once). */
+  turnQueues: number;
   /** At the end of the turn it had work in: write the replies built during it. */
   endTurn(): void;
   /** In a later turn: run the lines the per-turn budget held back. */
   resumeTurn(): void;
 }
+
+const ENDING = 1;
+const RESUMING = 2;
 
 /**
  * Gives connections two hooks on the event loop: the end of the current turn (setImmediate
@@ -14,34 +19,41 @@ export interface TurnWork {
  * after the next poll phase has served everyone else.
  */
 export class TurnScheduler {
-  #ending = new Set<TurnWork>();
-  #resuming = new Set<TurnWork>();
-  #spare = new Set<TurnWork>();
+  #ending: TurnWork[] = [];
+  #resuming: TurnWork[] = [];
   #scheduled = false;
 
   readonly #run = (): void => {
     this.#scheduled = false;
-    if (this.#resuming.size > 0) {
+    if (this.#resuming.length > 0) {
       const resuming = this.#resuming;
-      this.#resuming = this.#spare;
-      for (const w of resuming) w.resumeTurn(); // they join #ending
-      resuming.clear();
-      this.#spare = resuming;
+      this.#resuming = [];
+      for (const w of resuming) {
+        w.turnQueues &= ~RESUMING;
+        w.resumeTurn(); // it joins #ending
+      }
     }
     const ending = this.#ending;
-    this.#ending = this.#spare;
-    for (const w of ending) w.endTurn(); // may ask for a later turn: scheduled anew
-    ending.clear();
-    this.#spare = ending;
+    this.#ending = [];
+    for (const w of ending) {
+      w.turnQueues &= ~ENDING;
+      w.endTurn(); // may ask for a later turn: scheduled anew
+    }
   };
 
   atEndOfTurn(work: TurnWork): void {
-    this.#ending.add(work);
+    if ((work.turnQueues & ENDING) === 0) {
+      work.turnQueues |= ENDING;
+      this.#ending.push(work);
+    }
     this.#schedule();
   }
 
   inLaterTurn(work: TurnWork): void {
-    this.#resuming.add(work);
+    if ((work.turnQueues & RESUMING) === 0) {
+      work.turnQueues |= RESUMING;
+      this.#resuming.push(work);
+    }
     this.#schedule();
   }
 
