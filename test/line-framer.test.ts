@@ -122,3 +122,73 @@ describe('LineFramer', () => {
     );
   });
 });
+
+describe('LineFramer: append() and deliver(n), the consumer pulling lines', () => {
+  const b = (s: string) => Buffer.from(s, 'latin1');
+  const pullFramer = (max: number, stopAfter?: (line: string) => boolean) => {
+    const out = { lines: [] as string[], overflows: 0 };
+    const framer = new LineFramer(max, {
+      onLine: (buf, s, e) => {
+        const line = buf.toString('latin1', s, e);
+        out.lines.push(line);
+        return stopAfter === undefined || !stopAfter(line);
+      },
+      onOverflow: () => void out.overflows++,
+    });
+    return { framer, out };
+  };
+
+  it('hands out at most n lines per call and keeps the rest, across chunks, in order', () => {
+    const { framer, out } = pullFramer(100);
+    framer.append(b('a\nb\nc'));
+    framer.append(b('d\ne\n'));
+    expect(framer.hasUnframedInput).toBe(true);
+    expect(framer.deliver(2)).toBe(2);
+    expect(out.lines).toEqual(['a', 'b']);
+    expect(framer.deliver(2)).toBe(2);
+    expect(out.lines).toEqual(['a', 'b', 'cd', 'e']);
+    expect(framer.hasUnframedInput).toBe(false);
+    expect(framer.deliver(5)).toBe(0);
+  });
+
+  it('stops after a line the sink answers false to, and resumes from the next one', () => {
+    const { framer, out } = pullFramer(100, (line) => line === 'stop');
+    framer.append(b('x\nstop\ny\n'));
+    expect(framer.deliver(10)).toBe(2);
+    expect(out.lines).toEqual(['x', 'stop']);
+    expect(framer.hasUnframedInput).toBe(true);
+    expect(framer.deliver(10)).toBe(1);
+    expect(out.lines).toEqual(['x', 'stop', 'y']);
+  });
+
+  it('reports an over-long line only when delivery reaches it, after every line before it', () => {
+    const { framer, out } = pullFramer(8);
+    framer.append(b('ok\n' + 'z'.repeat(20) + '\nnever\n'));
+    expect(framer.deliver(1)).toBe(1);
+    expect(out.overflows).toBe(0);
+    expect(framer.deliver(10)).toBe(0);
+    expect(out).toEqual({ lines: ['ok'], overflows: 1 });
+    expect(framer.hasUnframedInput).toBe(false);
+    framer.append(b('more\n'));
+    expect(framer.deliver(10)).toBe(0);
+  });
+
+  it('matches push() line for line on random input, whatever the budgets', () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 40 }), { maxLength: 20 }), fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 10 }), (chunks, budgets) => {
+        const pushed = pullFramer(16);
+        for (const c of chunks) pushed.framer.push(Buffer.from(c));
+        const pulled = pullFramer(16);
+        let k = 0;
+        for (const c of chunks) {
+          pulled.framer.append(Buffer.from(c));
+          pulled.framer.deliver(budgets[k++ % budgets.length]!);
+        }
+        while (pulled.framer.hasUnframedInput && pulled.framer.deliver(budgets[k++ % budgets.length]!) > 0);
+        pulled.framer.deliver(Infinity);
+        expect(pulled.out).toEqual(pushed.out);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -106,6 +106,7 @@ describe('alert rules', () => {
         'KvStoreExpiryBacklog',
         'KvStoreConnectionsHigh',
         'KvStoreRejectedConnections',
+        'KvStoreOutputLimitDisconnects',
         'KvStoreLowHitRate',
         'KvStoreSnapshotFailing',
         'KvStoreSnapshotStale',

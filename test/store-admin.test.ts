@@ -31,11 +31,14 @@ const STORE_METRICS: Record<string, string> = {
   kvstore_protocol_errors_total: 'counter',
   kvstore_network_received_bytes_total: 'counter',
   kvstore_network_sent_bytes_total: 'counter',
+  kvstore_connection_yields_total: 'counter',
+  kvstore_output_limit_disconnects_total: 'counter',
 };
 
 const COMMANDS = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'UNKNOWN'];
 const RESULTS = ['ok', 'not_found', 'error'];
 const REASONS = ['empty_command', 'unknown_command', 'wrong_number_of_arguments', 'invalid_key', 'invalid_expire_time', 'value_too_large', 'line_too_long'];
+const YIELD_REASONS = ['reply_bound', 'command_budget'];
 
 describe('admin endpoints', () => {
   it('/livez, /readyz and /healthz answer while the store listens', async () => {
@@ -85,6 +88,8 @@ describe('/metrics', () => {
       expect(sampleValue(e, 'kvstore_command_duration_seconds_count', { command })).toBe(0);
     }
     for (const reason of REASONS) expect(sampleValue(e, 'kvstore_protocol_errors_total', { reason })).toBe(0);
+    for (const reason of YIELD_REASONS) expect(sampleValue(e, 'kvstore_connection_yields_total', { reason })).toBe(0);
+    expect(sampleValue(e, 'kvstore_output_limit_disconnects_total', {})).toBe(0);
   });
 
   it('the histogram has sub-millisecond buckets, cumulative counts, and _sum/_count per command', async () => {
@@ -201,7 +206,7 @@ describe('/metrics', () => {
     for (const s of kv(after)) {
       if ('command' in s.labels) expect(COMMANDS).toContain(s.labels.command);
       if ('result' in s.labels) expect(RESULTS).toContain(s.labels.result);
-      if ('reason' in s.labels) expect(REASONS).toContain(s.labels.reason);
+      if ('reason' in s.labels) expect(s.name === 'kvstore_connection_yields_total' ? YIELD_REASONS : REASONS).toContain(s.labels.reason);
       expect(JSON.stringify(s.labels)).not.toMatch(/key-|BOGUS/);
     }
     expect(sampleValue(after, 'kvstore_commands_total', { command: 'UNKNOWN', result: 'error' })).toBe(1000);

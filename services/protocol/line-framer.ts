@@ -6,9 +6,15 @@
  * until the LF arrives, and never more than `maxLineBytes` of them (the bytes before
  * the LF, CR included). Past that the framer reports an overflow once and then
  * ignores everything: the rest of the stream cannot be framed.
+ *
+ * Two ways to feed it: push() delivers every complete line at once; append() only holds
+ * the chunk, and deliver(n) hands out at most n lines, so a consumer can stop part-way
+ * (its budget for this turn is spent, or its output is full) and pick up later where it
+ * left off, with the unread chunks still held here in order.
  */
 export interface LineSink {
-  onLine(buf: Buffer, start: number, end: number): void;
+  /** Returning false stops delivery after this line; the rest stays held for the next deliver(). */
+  onLine(buf: Buffer, start: number, end: number): unknown;
   onOverflow(): void;
 }
 
@@ -18,9 +24,16 @@ const CR = 0x0d;
 export class LineFramer {
   readonly maxLineBytes: number;
   readonly #sink: LineSink;
+  /** The chunk being framed, from #pos; null when all input is framed. */
+  #chunk: Buffer | null = null;
+  #pos = 0;
+  /** Chunks appended while #chunk was still held, in order (rare: reading pauses then). */
+  #queued: Buffer[] = [];
+  /** Pieces of a line whose LF has not arrived (copies). */
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   #overflowed = false;
+  #stopped = false;
 
   constructor(maxLineBytes: number, sink: LineSink) {
     this.maxLineBytes = maxLineBytes;
@@ -36,54 +49,88 @@ export class LineFramer {
     return this.#overflowed;
   }
 
+  /** Appended input not framed yet (it may hold complete lines, or only part of one). */
+  get hasUnframedInput(): boolean {
+    return this.#chunk !== null;
+  }
+
   /**
    * Feeds a chunk, delivering every complete line in it. The sink may call `stop()`
    * from inside onLine (for QUIT), which ends delivery at once.
    */
   push(chunk: Buffer): void {
-    if (this.#overflowed || this.#stopped) return;
-    let pos = 0;
-    const len = chunk.length;
+    this.append(chunk);
+    this.deliver(Infinity);
+  }
 
-    if (this.#pendingBytes > 0) {
-      const lf = chunk.indexOf(LF);
-      if (lf === -1) {
-        this.#hold(chunk, 0);
-        return;
-      }
-      if (this.#pendingBytes + lf > this.maxLineBytes) return this.#overflow();
-      this.#pending.push(chunk.subarray(0, lf));
-      const line = Buffer.concat(this.#pending, this.#pendingBytes + lf);
-      this.#pending = [];
-      this.#pendingBytes = 0;
-      this.#deliver(line, 0, line.length);
-      pos = lf + 1;
-    }
-
-    while (pos < len && !this.#stopped) {
-      const lf = chunk.indexOf(LF, pos);
-      if (lf === -1) {
-        this.#hold(chunk, pos);
-        return;
-      }
-      if (lf - pos > this.maxLineBytes) return this.#overflow();
-      this.#deliver(chunk, pos, lf);
-      pos = lf + 1;
+  /** Holds a chunk for deliver(). */
+  append(chunk: Buffer): void {
+    if (this.#overflowed || this.#stopped || chunk.length === 0) return;
+    if (this.#chunk === null) {
+      this.#chunk = chunk;
+      this.#pos = 0;
+    } else {
+      this.#queued.push(chunk);
     }
   }
 
-  #stopped = false;
+  /**
+   * Delivers up to `maxLines` complete lines from the held chunks, stopping early when
+   * the sink returns false or calls stop(). Returns how many it delivered.
+   */
+  deliver(maxLines: number): number {
+    let delivered = 0;
+    while (delivered < maxLines && this.#chunk !== null && !this.#stopped && !this.#overflowed) {
+      const chunk = this.#chunk;
+      const pos = this.#pos;
+      const lf = chunk.indexOf(LF, pos);
+      if (lf === -1) {
+        this.#nextChunk();
+        this.#hold(chunk, pos);
+        continue;
+      }
+      let more: unknown;
+      if (this.#pendingBytes > 0) {
+        if (this.#pendingBytes + lf - pos > this.maxLineBytes) return this.#overflow(), delivered;
+        this.#pending.push(chunk.subarray(pos, lf));
+        const line = Buffer.concat(this.#pending, this.#pendingBytes + lf - pos);
+        this.#pending = [];
+        this.#pendingBytes = 0;
+        this.#advance(chunk, lf + 1);
+        more = this.#deliver(line, 0, line.length);
+      } else {
+        if (lf - pos > this.maxLineBytes) return this.#overflow(), delivered;
+        this.#advance(chunk, lf + 1);
+        more = this.#deliver(chunk, pos, lf);
+      }
+      delivered++;
+      if (more === false) break;
+    }
+    return delivered;
+  }
 
   /** Stops delivering lines (the rest of the stream is dropped), e.g. after QUIT. */
   stop(): void {
     this.#stopped = true;
+    this.#chunk = null;
+    this.#queued = [];
     this.#pending = [];
     this.#pendingBytes = 0;
   }
 
-  #deliver(buf: Buffer, start: number, end: number): void {
+  #advance(chunk: Buffer, to: number): void {
+    if (to < chunk.length) this.#pos = to;
+    else this.#nextChunk();
+  }
+
+  #nextChunk(): void {
+    this.#chunk = this.#queued.length > 0 ? this.#queued.shift()! : null;
+    this.#pos = 0;
+  }
+
+  #deliver(buf: Buffer, start: number, end: number): unknown {
     if (end > start && buf[end - 1] === CR) end--;
-    this.#sink.onLine(buf, start, end);
+    return this.#sink.onLine(buf, start, end);
   }
 
   #hold(chunk: Buffer, from: number): void {
@@ -96,6 +143,8 @@ export class LineFramer {
 
   #overflow(): void {
     this.#overflowed = true;
+    this.#chunk = null;
+    this.#queued = [];
     this.#pending = [];
     this.#pendingBytes = 0;
     this.#sink.onOverflow();

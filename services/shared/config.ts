@@ -117,6 +117,7 @@ export const storeSettings = {
   evictionPolicy: { env: 'EVICTION_POLICY', default: 'lru', description: '`lru` evicts least recently used keys to make room; `noeviction` answers `ERROR out of memory`.', parse: oneOf<EvictionPolicy>('lru', 'noeviction') },
   maxConnections: { env: 'MAX_CONNECTIONS', default: '10000', description: 'Open client connections allowed; past it a new one gets `ERROR max connections reached` and is closed.', parse: integer(1, 1_000_000) },
   idleTimeoutMs: { env: 'IDLE_TIMEOUT_MS', default: '300000', description: 'Close a client connection idle this long, in ms; 0 = never.', parse: integer(0, 2_147_483_647) },
+  outputStallTimeoutMs: { env: 'OUTPUT_STALL_TIMEOUT_MS', default: '30000', description: 'Close a client connection whose replies fill the socket and of which the client takes nothing for this long, in ms; 0 = never.', parse: integer(0, 2_147_483_647) },
   snapshotPath: {
     env: 'STORE_SNAPSHOT_PATH',
     default: '',

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { arenaSlackBytes, RecordArena } from './record-arena.ts';
+import { type SetOutcome, type StoreEngine, ValueLocation } from './store-engine.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
@@ -13,7 +14,7 @@ import { arenaSlackBytes, RecordArena } from './record-arena.ts';
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
 // through the slots' `chain` field, a power-of-two number of buckets) finds a key from its
 // bytes: commands look keys up straight from the socket's buffer, with no string made for
-// the key, and a GET encodes the value's bytes to base64 from the page. Why not a Map of
+// the key, and a GET points at the value's bytes in the page (the server encodes them). Why not a Map of
 // strings: that costs ~320 bytes of RSS per 100-byte entry (strings, Map entries and the
 // heap slack the collector keeps), this ~170 (bench/engine-memory.ts).
 //
@@ -78,7 +79,7 @@ export interface TableState {
   readonly movedBuckets: number;
 }
 
-export type SetOutcome = 'ok' | 'out_of_memory';
+export type { SetOutcome } from './store-engine.ts';
 
 /**
  * One key's record for a snapshot: key bytes src[ks, ke), value bytes src[vs, ve) (valid
@@ -162,10 +163,6 @@ const CLS_SHIFT = 8;
 
 const defaultNow = (): number => performance.now();
 
-// Buffer#base64Slice is what toString('base64', start, end) calls after checking its
-// arguments; it runs on every GET hit.
-type Base64Sliceable = Buffer & { base64Slice(start: number, end: number): string };
-
 function checkSeconds(seconds: number): void {
   if (!(seconds > 0 && seconds <= MAX_TTL_SECONDS)) {
     throw new RangeError(`ttl must be above 0 and at most ${MAX_TTL_SECONDS} seconds, got ${seconds}`);
@@ -185,7 +182,7 @@ function powerOfTwoAtLeast(n: number): number {
   return p;
 }
 
-export class KvEngine {
+export class KvEngine implements StoreEngine {
   readonly maxMemoryBytes: number;
   readonly maxKeys: number;
   /** Most bytes the engine's footprint may reach (see Memory at the top). */
@@ -325,19 +322,21 @@ export class KvEngine {
   // ------------------------------------------------------------ commands on key bytes
   // The key is buf[ks, ke): 1 to MAX_KEY_BYTES bytes (the protocol parser checks the rules).
 
-  /** The value of the key as standard base64, or undefined. Counts a hit or miss; touches LRU. */
-  getAt(buf: Buffer, ks: number, ke: number): string | undefined {
+  /** Points `into` at the key's value bytes; false when absent. Counts a hit or miss; touches LRU. */
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation): boolean {
     const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
     if (slot === 0 || this.#expiredNow(slot)) {
       this.#misses++;
-      return undefined;
+      return false;
     }
     this.#touch(slot);
     this.#hits++;
     const c = this.#arena.classes[this.#clsOf(slot)]!;
     const i = this.#get(slot, CHUNK);
-    const start = c.offsetOf(i) + ke - ks;
-    return (c.pageOf(i) as Base64Sliceable).base64Slice(start, start + this.#get(slot, VLEN));
+    into.page = c.pageOf(i);
+    into.start = c.offsetOf(i) + ke - ks;
+    into.end = into.start + this.#get(slot, VLEN);
+    return true;
   }
 
   /**
@@ -467,7 +466,8 @@ export class KvEngine {
 
   get(key: string): string | undefined {
     const k = keyBytes(key);
-    return this.getAt(k, 0, k.length);
+    const at = new ValueLocation();
+    return this.getAt(k, 0, k.length, at) ? at.page.toString('base64', at.start, at.end) : undefined;
   }
 
   /**

@@ -22,6 +22,13 @@ export const PROTOCOL_ERROR_REASONS = [...PARSE_ERROR_REASONS.slice(1), 'line_to
 export const reasonIndexOfParseError = (code: number): number => code - 1;
 export const LINE_TOO_LONG = PROTOCOL_ERROR_REASONS.indexOf('line_too_long');
 
+/** Why a connection stopped running commands before its input was used up (it continues later). */
+export const YIELD_REASONS = ['reply_bound', 'command_budget'] as const;
+/** Its unsent replies reached the bound: it continues when the client has taken them. */
+export const REPLY_BOUND = 0;
+/** It ran its commands for this event-loop turn: it continues in a later turn. */
+export const COMMAND_BUDGET = 1;
+
 /** Upper bounds in seconds: 25 µs doubling to about 1.6 s (sub-millisecond resolution where commands live). */
 export const DURATION_BUCKETS: readonly number[] = Array.from({ length: 17 }, (_, k) => Number((0.000025 * 2 ** k).toPrecision(6)));
 
@@ -63,10 +70,14 @@ export class StoreMetrics {
   readonly durationSums = new Float64Array(COMMANDS);
   /** [index into PROTOCOL_ERROR_REASONS] */
   readonly protocolErrors = new Float64Array(PROTOCOL_ERROR_REASONS.length);
+  /** [index into YIELD_REASONS] */
+  readonly connectionYields = new Float64Array(YIELD_REASONS.length);
   connectionsTotal = 0;
   rejectedConnections = 0;
   receivedBytes = 0;
   sentBytes = 0;
+  /** Connections closed because the client took none of its replies for OUTPUT_STALL_TIMEOUT_MS. */
+  outputLimitDisconnects = 0;
 
   /** One command answered: its code, result and how long it took. */
   record(command: number, result: number, seconds: number): void {
@@ -82,7 +93,8 @@ export class StoreMetrics {
     this.durationCounts.fill(0);
     this.durationSums.fill(0);
     this.protocolErrors.fill(0);
-    this.connectionsTotal = this.rejectedConnections = this.receivedBytes = this.sentBytes = 0;
+    this.connectionYields.fill(0);
+    this.connectionsTotal = this.rejectedConnections = this.receivedBytes = this.sentBytes = this.outputLimitDisconnects = 0;
   }
 }
 
@@ -157,6 +169,16 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
       PROTOCOL_ERROR_REASONS.map((reason, i) => ({ value: m.protocolErrors[i]!, labels: { reason } })), reset) as never,
   );
 
+  registry.registerMetric(
+    new ScrapeTimeMetric(
+      'kvstore_connection_yields_total',
+      'Times a connection stopped running its pipelined commands to let others run: its unsent replies reached the bound (reply_bound) or it used its commands for the turn (command_budget).',
+      'counter',
+      () => YIELD_REASONS.map((reason, i) => ({ value: m.connectionYields[i]!, labels: { reason } })),
+      reset,
+    ) as never,
+  );
+
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({ name, help, registers, collect() { this.set(read()); } });
   const counter = (name: string, help: string, read: () => number) =>
@@ -180,6 +202,11 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
   counter('kvstore_rejected_connections_total', 'Client connections refused because MAX_CONNECTIONS was reached.', () => m.rejectedConnections);
   counter('kvstore_network_received_bytes_total', 'Bytes read from clients.', () => m.receivedBytes);
   counter('kvstore_network_sent_bytes_total', 'Bytes of replies written to clients.', () => m.sentBytes);
+  counter(
+    'kvstore_output_limit_disconnects_total',
+    'Client connections closed because the client took none of its queued replies for OUTPUT_STALL_TIMEOUT_MS.',
+    () => m.outputLimitDisconnects,
+  );
 
   return m;
 }

@@ -104,6 +104,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     maxLineBytes: lineBound(config.maxValueBytes),
     maxConnections: config.maxConnections,
     idleTimeoutMs: config.idleTimeoutMs,
+    outputStallTimeoutMs: config.outputStallTimeoutMs,
     evictionPolicy: config.evictionPolicy,
     exemptFromLimit: isOwnProbe,
   });
@@ -162,6 +163,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       evictionPolicy: config.evictionPolicy,
       maxConnections: config.maxConnections,
       idleTimeoutMs: config.idleTimeoutMs,
+      outputStallTimeoutMs: config.outputStallTimeoutMs,
       maxValueBytes: config.maxValueBytes,
       snapshotPath: config.snapshotPath || undefined,
       snapshotIntervalS: config.snapshotIntervalS,

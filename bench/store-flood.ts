@@ -1,0 +1,172 @@
+// Many clients that pipeline GETs of a 1 KB value and never read their replies, against a
+// store started as a child process; meanwhile one well-behaved client sends a PING (and
+// every tenth time a USAGE) and waits for the answer. Reports the worst and median
+// round trip of that client, the store's peak RSS, and what the kernel holds for the
+// flooders (the store's send queues plus the flooders' receive queues, from `ss`).
+//
+//   node bench/store-flood.ts [--conns 200] [--gets 20000] [--value-size 1024] [--duration 5] [--store-dir .]
+//
+// --store-dir runs `node services/store/main.ts` from another checkout (to compare builds).
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { freePort } from '../services/shared/free-port.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    conns: { type: 'string', default: '200' },
+    gets: { type: 'string', default: '20000' },
+    'value-size': { type: 'string', default: '1024' },
+    duration: { type: 'string', default: '5' },
+    'store-dir': { type: 'string', default: fileURLToPath(new URL('..', import.meta.url)) },
+  },
+});
+const conns = Number(opts.conns);
+const gets = Number(opts.gets);
+const valueSize = Number(opts['value-size']);
+const durationMs = Number(opts.duration) * 1000;
+
+const port = await freePort();
+const metricsPort = await freePort();
+const store = spawn(process.execPath, ['services/store/main.ts'], {
+  cwd: opts['store-dir'],
+  env: { ...process.env, STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'error', MAX_CONNECTIONS: String(conns + 10) },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+const stopStore = () => store.kill('SIGKILL');
+process.on('exit', stopStore);
+
+function open(): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ port, host: '127.0.0.1' });
+    s.once('connect', () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+async function openWhenUp(): Promise<Socket> {
+  for (let i = 0; ; i++) {
+    try {
+      return await open();
+    } catch (err) {
+      if (i > 200) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** One request, one reply line; resolves with the round trip in ms. */
+function roundTrip(s: Socket, line: string): Promise<number> {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    let got = '';
+    const onData = (d: Buffer) => {
+      got += d.toString('latin1');
+      if (got.includes('\n')) {
+        s.off('data', onData);
+        resolve(performance.now() - t0);
+      }
+    };
+    s.on('data', onData);
+    s.write(line + '\n');
+  });
+}
+
+/** The process's user and system CPU seconds so far. */
+const cpuOf = (pid: number): { user: number; sys: number } => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return { user: Number(f[11]) / 100, sys: Number(f[12]) / 100 };
+};
+
+const rssOf = (pid: number): number => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+};
+
+/** Bytes queued in the kernel on the flooders' connections: store send queues + client receive queues. */
+function kernelQueued(): { sendQ: number; recvQ: number } {
+  const out = execFileSync('ss', ['-tnH', 'state', 'established', `( sport = :${port} or dport = :${port} )`], { encoding: 'utf8' });
+  let sendQ = 0;
+  let recvQ = 0;
+  for (const line of out.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 4) continue;
+    const [rq, sq, local] = [Number(f[0]), Number(f[1]), f[2]!];
+    if (local.endsWith(`:${port}`)) sendQ += sq;
+    else recvQ += rq;
+  }
+  return { sendQ, recvQ };
+}
+
+const probe = await openWhenUp();
+probe.setNoDelay(true);
+await roundTrip(probe, `SET flood:value ${'v'.repeat(valueSize)}`);
+const rssBefore = rssOf(store.pid!);
+
+const cpuBefore = cpuOf(store.pid!);
+const flooders: Socket[] = [];
+const burst = Buffer.from('GET flood:value\n'.repeat(gets));
+for (let i = 0; i < conns; i++) {
+  const s = await open();
+  s.on('error', () => {}); // the store may cut a flooder off
+  flooders.push(s);
+}
+// All at once, so the store finds every flooder's commands in the same turns.
+for (const s of flooders) s.write(burst);
+
+const pings: number[] = [];
+const usages: number[] = [];
+let maxRss = 0;
+let maxKernel = { sendQ: 0, recvQ: 0 };
+const sampler = setInterval(() => {
+  maxRss = Math.max(maxRss, rssOf(store.pid!));
+  const k = kernelQueued();
+  if (k.sendQ + k.recvQ > maxKernel.sendQ + maxKernel.recvQ) maxKernel = k;
+}, 200);
+const end = performance.now() + durationMs;
+for (let i = 0; performance.now() < end; i++) {
+  if (i % 10 === 9) usages.push(await roundTrip(probe, 'USAGE'));
+  else pings.push(await roundTrip(probe, 'PING'));
+  await new Promise((r) => setTimeout(r, 10));
+}
+clearInterval(sampler);
+const cpuAfter = cpuOf(store.pid!);
+const open_ = flooders.filter((s) => !s.destroyed && s.readyState === 'open').length;
+const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+const metric = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name)).join('; ');
+
+const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
+const mid = (a: number[]) => sorted(a)[a.length >> 1] ?? 0;
+const worst = (a: number[]) => Math.max(0, ...a);
+const mib = (n: number) => (n / 1048576).toFixed(1);
+console.log(
+  JSON.stringify({
+    conns,
+    getsPerConn: gets,
+    valueSize,
+    pings: pings.length,
+    pingMedianMs: +mid(pings).toFixed(2),
+    pingWorstMs: +worst(pings).toFixed(1),
+    usageWorstMs: +worst(usages).toFixed(1),
+    rssBeforeMiB: +mib(rssBefore),
+    rssPeakMiB: +mib(maxRss),
+    kernelSendQMiB: +mib(maxKernel.sendQ),
+    kernelRecvQMiB: +mib(maxKernel.recvQ),
+    kernelPerConnKiB: Math.round((maxKernel.sendQ + maxKernel.recvQ) / conns / 1024),
+    storeUserCpuS: +(cpuAfter.user - cpuBefore.user).toFixed(2),
+    storeSysCpuS: +(cpuAfter.sys - cpuBefore.sys).toFixed(2),
+    floodersStillOpen: open_,
+    gets: metric('kvstore_commands_total{command="GET",result="ok"}'),
+    sent: metric('kvstore_network_sent_bytes_total'),
+    disconnects: metric('kvstore_output_limit_disconnects_total'),
+  }),
+);
+for (const s of flooders) s.destroy();
+probe.destroy();
+// A graceful stop, so a profile asked for with NODE_OPTIONS=--cpu-prof gets written.
+const exited = new Promise((r) => store.once('exit', r));
+store.kill('SIGTERM');
+await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+process.exit(0);

@@ -1,0 +1,221 @@
+import type { Socket } from 'node:net';
+import { LineFramer } from '../protocol/line-framer.ts';
+import type { Logger } from '../shared/logger.ts';
+import type { CommandRunner } from './command-runner.ts';
+import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
+import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, type StoreMetrics } from './store-metrics.ts';
+import type { TurnScheduler, TurnWork } from './turn-scheduler.ts';
+
+/**
+ * Replies a connection may have waiting in the process (built, or queued in its socket)
+ * before its commands stop running; they resume once the socket has handed them to the
+ * kernel. The process never holds more than this plus one reply for a connection.
+ */
+export const REPLY_BOUND_BYTES = 64 * 1024;
+/**
+ * Commands one connection runs per event-loop turn; then it yields to the others, as
+ * Redis reads at most 16 KB of one client's input per event. With REPLY_BOUND_BYTES this
+ * bounds what one connection can take of a turn.
+ */
+export const COMMANDS_PER_TURN = 256;
+// After QUIT, `line too long`, the client's FIN or shutdown the socket is ended; a peer
+// that keeps its side open this long after the last reply was written is cut off.
+const LINGER_MS = 5000;
+const LINE_TOO_LONG_REPLY = 'ERROR line too long\n';
+
+// A connection's state. Whether reading is paused follows from it, from the input the
+// framer holds and from the replies waiting: see #steerReading.
+/** Reading and running commands. */
+const OPEN = 0;
+/** The client half-closed or the server is shutting down: lines already read run, then the socket ends. */
+const DRAINING = 1;
+/** After QUIT or `line too long`: nothing more runs; the socket ends once the replies are written. */
+const CLOSING = 2;
+/** socket.end() called. */
+const ENDED = 3;
+
+/** What a connection needs from the server: nothing of the server itself. */
+export interface ConnectionContext {
+  readonly maxLineBytes: number;
+  readonly runner: CommandRunner;
+  readonly replyPool: ReplyBufferPool;
+  readonly turns: TurnScheduler;
+  readonly metrics: Pick<StoreMetrics, 'receivedBytes' | 'sentBytes' | 'protocolErrors' | 'connectionYields'>;
+  readonly logger: Logger;
+}
+
+/** What a test (or a diagnostic) can see of one connection's flow control. */
+export interface ConnectionFlow {
+  readonly bytesRead: number;
+  /** Reply bytes handed to the socket so far (taken by the kernel or queued). */
+  readonly bytesWritten: number;
+  /** Reply bytes queued in the socket, not yet taken by the kernel. */
+  readonly writableLength: number;
+  /** Reading is paused: the replies already queued must drain, or the turn's budget is spent. */
+  readonly paused: boolean;
+  /** The socket's idle time-out in ms; 0 = none. */
+  readonly idleTimeoutMs: number;
+}
+
+/**
+ * One client connection: frames lines, runs them, and writes each turn's replies with one
+ * socket.write. It stops running commands (and pauses reading; the framer keeps the input
+ * it holds) when its unsent replies pass REPLY_BOUND_BYTES, until the socket drains, or
+ * after COMMANDS_PER_TURN commands, until a later turn. So a client that pipelines without
+ * reading holds the store to about one read of input and REPLY_BOUND_BYTES plus one reply
+ * of output, and cannot keep the others waiting for more than one budget.
+ */
+export class ClientConnection implements TurnWork {
+  readonly socket: Socket;
+  turnQueues = 0;
+  readonly #ctx: ConnectionContext;
+  readonly #framer: LineFramer;
+  readonly #replies: ReplyBuffer;
+  #state = OPEN;
+  #budget = COMMANDS_PER_TURN;
+  /** For stalledMs(): when the queued replies last shrank, and how many there were. */
+  #stallSince = 0;
+  #stallUnsent = 0;
+
+  constructor(socket: Socket, context: ConnectionContext) {
+    this.socket = socket;
+    this.#ctx = context;
+    this.#replies = new ReplyBuffer(context.replyPool);
+    this.#framer = new LineFramer(context.maxLineBytes, {
+      onLine: (buf, start, end) => this.#onLine(buf, start, end),
+      onOverflow: () => this.#onOverflow(),
+    });
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('drain', () => this.#pump());
+    // The client is done sending (half-close): answer everything it sent, then end.
+    socket.on('end', () => this.shutdown());
+  }
+
+  get flow(): ConnectionFlow {
+    const s = this.socket;
+    return { bytesRead: s.bytesRead, bytesWritten: s.bytesWritten, writableLength: s.writableLength, paused: s.isPaused(), idleTimeoutMs: s.timeout ?? 0 };
+  }
+
+  /**
+   * How long, in ms of `now`, the socket has been full with none of its queued replies
+   * taken by the client; 0 when it is not full. Called periodically by the server.
+   */
+  stalledMs(now: number): number {
+    const socket = this.socket;
+    // Whatever the state: a client that QUITs behind replies it never reads is stuck too.
+    if (!socket.writableNeedDrain) {
+      this.#stallSince = 0;
+      return 0;
+    }
+    const unsent = socket.writableLength;
+    if (this.#stallSince === 0 || unsent < this.#stallUnsent) {
+      this.#stallSince = now;
+      this.#stallUnsent = unsent;
+      return 0;
+    }
+    this.#stallUnsent = unsent;
+    return now - this.#stallSince;
+  }
+
+  /**
+   * Graceful stop (server shutdown, or the client's FIN): lines already read are answered,
+   * those held back too, then the socket ends.
+   */
+  shutdown(): void {
+    if (this.#state !== OPEN) return;
+    this.#state = DRAINING;
+    this.#ctx.turns.atEndOfTurn(this);
+  }
+
+  endTurn(): void {
+    const socket = this.socket;
+    if (socket.destroyed) {
+      this.#replies.discard();
+      return;
+    }
+    this.#ctx.metrics.sentBytes += this.#replies.writeTo(socket);
+    this.#budget = COMMANDS_PER_TURN;
+    const held = this.#framer.hasUnframedInput;
+    if (this.#state === CLOSING || (this.#state === DRAINING && !held)) {
+      this.#finish();
+      return;
+    }
+    // Held lines continue in a later turn; if the socket is full, 'drain' resumes them.
+    if (held && this.#hasRoom()) this.#ctx.turns.inLaterTurn(this);
+    this.#steerReading();
+  }
+
+  resumeTurn(): void {
+    this.#pump();
+  }
+
+  #onData(chunk: Buffer): void {
+    this.#ctx.metrics.receivedBytes += chunk.length;
+    if (this.#state !== OPEN) return; // after QUIT, an over-long line or shutdown the rest is read and dropped
+    this.#framer.append(chunk);
+    this.#pump();
+  }
+
+  /** Runs held lines within the turn's budget and the reply bound. */
+  #pump(): void {
+    if (this.#state >= CLOSING || this.socket.destroyed) return;
+    if (this.#budget > 0 && this.#hasRoom()) {
+      this.#ctx.runner.startClock();
+      this.#budget -= this.#framer.deliver(this.#budget);
+      this.#ctx.turns.atEndOfTurn(this);
+      if (this.#framer.hasUnframedInput && this.#state < CLOSING) {
+        this.#ctx.metrics.connectionYields[this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
+      }
+    }
+    this.#steerReading();
+  }
+
+  /** Runs one line; false stops the framer when the replies reach the bound. */
+  #onLine(buf: Buffer, start: number, end: number): boolean {
+    if (this.#ctx.runner.run(buf, start, end, this.#replies)) {
+      this.#close(); // QUIT
+      return false;
+    }
+    return this.#hasRoom();
+  }
+
+  #onOverflow(): void {
+    const { logger, metrics, maxLineBytes } = this.#ctx;
+    metrics.protocolErrors[LINE_TOO_LONG]!++;
+    logger.warn({ remote: this.socket.remoteAddress, remotePort: this.socket.remotePort, maxLineBytes }, 'line too long: closing the connection');
+    this.#replies.ascii(LINE_TOO_LONG_REPLY);
+    this.#close();
+  }
+
+  /** Stops running commands; the socket ends once the replies so far are written. */
+  #close(): void {
+    this.#state = CLOSING;
+    this.#framer.stop();
+    this.#ctx.turns.atEndOfTurn(this);
+  }
+
+  #hasRoom(): boolean {
+    return this.#replies.length + this.socket.writableLength < REPLY_BOUND_BYTES;
+  }
+
+  /** Reads while the connection is open, holds no unframed input and has room for replies. */
+  #steerReading(): void {
+    if (this.#state !== OPEN) return;
+    const socket = this.socket;
+    const read = !this.#framer.hasUnframedInput && this.#hasRoom();
+    if (read) {
+      if (socket.isPaused()) socket.resume();
+    } else if (!socket.isPaused()) {
+      socket.pause();
+    }
+  }
+
+  /** Ends the socket after the queued replies; reading goes on (and is dropped) so the peer gets a FIN, not a reset. */
+  #finish(): void {
+    this.#state = ENDED;
+    const socket = this.socket;
+    if (socket.isPaused()) socket.resume();
+    // Once the last reply is handed to the kernel, the peer has LINGER_MS to close its side.
+    socket.end(() => setTimeout(() => socket.destroy(), LINGER_MS).unref());
+  }
+}

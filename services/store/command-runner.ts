@@ -1,0 +1,128 @@
+import {
+  DELETE, EXPIRE, GET, OK, PARSE_ERROR_REPLIES, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand,
+} from '../protocol/command-parser.ts';
+import type { ReplyBuffer } from './reply-buffer.ts';
+import { ValueLocation, type StoreEngine } from './store-engine.ts';
+import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
+
+const OK_REPLY = Buffer.from('OK\n');
+const NOT_FOUND_REPLY = Buffer.from('NOT_FOUND\n');
+const OUT_OF_MEMORY_REPLY = Buffer.from('ERROR out of memory\n');
+const PONG_REPLY = Buffer.from('PONG\n');
+const BYE_REPLY = Buffer.from('BYE\n');
+const PARSE_ERROR_REPLY_BYTES = PARSE_ERROR_REPLIES.map((r) => Buffer.from(r, 'latin1'));
+
+export interface CommandRunnerOptions {
+  readonly engine: StoreEngine;
+  readonly metrics: StoreMetrics;
+  readonly maxValueBytes: number;
+  /** The STATS reply, without LF. */
+  readonly statsLine: () => string;
+}
+
+/**
+ * Runs one protocol line against the engine and appends its reply; the wire format lives
+ * here (base64 on GET), the engine deals in bytes. One runner serves every connection of
+ * a server: lines run one at a time, so the parse result, the value location and the
+ * command clock are shared and reused.
+ */
+export class CommandRunner {
+  readonly #engine: StoreEngine;
+  readonly #metrics: StoreMetrics;
+  readonly #maxValueBytes: number;
+  readonly #statsLine: () => string;
+  readonly #parsed = new ParsedCommand();
+  readonly #value = new ValueLocation();
+  /** When the last command ended (or the current batch started), for command durations. */
+  #lastTick = 0;
+
+  constructor(options: CommandRunnerOptions) {
+    this.#engine = options.engine;
+    this.#metrics = options.metrics;
+    this.#maxValueBytes = options.maxValueBytes;
+    this.#statsLine = options.statsLine;
+  }
+
+  /** A batch of lines starts (input arrived, or held lines resume): the next command's time runs from now. */
+  startClock(): void {
+    this.#lastTick = performance.now();
+  }
+
+  /** Runs the line buf[start, end) and appends its reply to `out`; returns true for QUIT. */
+  run(buf: Buffer, start: number, end: number, out: ReplyBuffer): boolean {
+    const engine = this.#engine;
+    const p = this.#parsed;
+    const code = parseCommand(buf, start, end, this.#maxValueBytes, p);
+    const command = p.command;
+    let result = RESULT_OK;
+    if (code !== OK) {
+      out.bytes(PARSE_ERROR_REPLY_BYTES[code]!);
+      this.#metrics.protocolErrors[reasonIndexOfParseError(code)]!++;
+      result = RESULT_ERROR;
+    } else {
+      switch (command) {
+        case GET: {
+          const v = this.#value;
+          if (engine.getAt(buf, p.keyStart, p.keyEnd, v)) {
+            out.value(v.page, v.start, v.end);
+          } else {
+            out.bytes(NOT_FOUND_REPLY);
+            result = RESULT_NOT_FOUND;
+          }
+          break;
+        }
+        case SET:
+        case SETEX: {
+          const seconds = command === SET ? undefined : p.seconds;
+          if (engine.setAt(buf, p.keyStart, p.keyEnd, p.valueStart, p.valueEnd, seconds) === 'ok') {
+            out.bytes(OK_REPLY);
+          } else {
+            out.bytes(OUT_OF_MEMORY_REPLY);
+            result = RESULT_ERROR;
+          }
+          break;
+        }
+        case DELETE:
+          engine.deleteAt(buf, p.keyStart, p.keyEnd);
+          out.bytes(OK_REPLY);
+          break;
+        case USAGE:
+          out.ascii('USAGE ' + engine.usageBytes + '\n');
+          break;
+        case PING:
+          out.bytes(PONG_REPLY);
+          break;
+        case EXPIRE:
+          if (engine.expireAt(buf, p.keyStart, p.keyEnd, p.seconds)) {
+            out.bytes(OK_REPLY);
+          } else {
+            out.bytes(NOT_FOUND_REPLY);
+            result = RESULT_NOT_FOUND;
+          }
+          break;
+        case TTL: {
+          const ttl = engine.ttlAt(buf, p.keyStart, p.keyEnd);
+          if (ttl === null) {
+            out.bytes(NOT_FOUND_REPLY);
+            result = RESULT_NOT_FOUND;
+          } else {
+            out.ascii('TTL ' + ttl + '\n');
+          }
+          break;
+        }
+        case STATS:
+          out.ascii(this.#statsLine() + '\n');
+          break;
+        case QUIT:
+          out.bytes(BYE_REPLY);
+          break;
+      }
+    }
+    // One clock read per command: a command's time runs from the previous one's end
+    // (or the batch's start) to its own end.
+    const now = performance.now();
+    this.#metrics.record(command, result, (now - this.#lastTick) / 1000);
+    this.#lastTick = now;
+    return code === OK && command === QUIT;
+  }
+}

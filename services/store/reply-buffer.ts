@@ -1,0 +1,131 @@
+import type { Socket } from 'node:net';
+
+/**
+ * Replies are built as bytes, not strings: one connection's replies of a turn go into one
+ * byte buffer that is handed to the socket with a single write. A GET's value is encoded
+ * to base64 straight into it. Nothing per reply outlives the turn on the JavaScript heap
+ * (the old way, a string concatenated per reply and held until the write, left the
+ * collector megabytes of reply strings per busy connection).
+ *
+ * Buffers come from a small shared pool and go back to it as soon as the socket no longer
+ * needs them: at once when the kernel took the whole write (the common case), otherwise
+ * at the connection's next write that finds the socket's queue empty. A client that reads
+ * slowly therefore reuses the same two buffers instead of costing an allocation (and the
+ * collector's work) per turn.
+ */
+
+/** Size of a pooled buffer: a connection's reply bound (64 KiB) plus a reply of a few KB. */
+const POOLED_BYTES = 80 * 1024;
+/** Free buffers kept. */
+const POOL_SIZE = 64;
+
+export class ReplyBufferPool {
+  readonly #free: Buffer[] = [];
+
+  take(minBytes: number): Buffer {
+    if (minBytes <= POOLED_BYTES) return this.#free.pop() ?? Buffer.allocUnsafeSlow(POOLED_BYTES);
+    return Buffer.allocUnsafeSlow(minBytes);
+  }
+
+  give(buf: Buffer): void {
+    if (buf.length === POOLED_BYTES && this.#free.length < POOL_SIZE) this.#free.push(buf);
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+const VALUE_PREFIX = Buffer.from('VALUE ');
+const LF = 0x0a;
+
+// What buf.toString('base64', start, end) and buf.write(text, at, 'latin1') call once they
+// have checked and normalised their arguments; on a path run for every reply that
+// normalising is a measurable share of the cost, and here the arguments are known good.
+type BufferWorkers = Buffer & {
+  base64Slice(start: number, end: number): string;
+  latin1Write(text: string, at: number): number;
+};
+
+/** One connection's replies not yet handed to its socket. */
+export class ReplyBuffer {
+  readonly #pool: ReplyBufferPool;
+  #buf: Buffer = EMPTY;
+  #len = 0;
+  /** The buffer of the last write that the socket had not finished when it returned. */
+  #inFlight: Buffer | null = null;
+
+  constructor(pool: ReplyBufferPool) {
+    this.#pool = pool;
+  }
+
+  /** Bytes built and not yet written. */
+  get length(): number {
+    return this.#len;
+  }
+
+  /** Appends a reply made of ASCII characters (LF included by the caller). */
+  ascii(text: string): void {
+    this.#room(text.length);
+    this.#len += (this.#buf as BufferWorkers).latin1Write(text, this.#len);
+  }
+
+  /** Appends a reply given as bytes (the constant ones: OK, PONG, NOT_FOUND...). */
+  bytes(reply: Buffer): void {
+    const n = reply.length;
+    this.#room(n);
+    const buf = this.#buf;
+    let at = this.#len;
+    for (let i = 0; i < n; i++) buf[at++] = reply[i]!;
+    this.#len = at;
+  }
+
+  /** Appends `VALUE <base64 of page[start, end)>\n`. */
+  value(page: Buffer, start: number, end: number): void {
+    const encoded = 4 * Math.ceil((end - start) / 3);
+    this.#room(VALUE_PREFIX.length + encoded + 1);
+    const buf = this.#buf;
+    let at = this.#len;
+    for (let i = 0; i < VALUE_PREFIX.length; i++) buf[at++] = VALUE_PREFIX[i]!;
+    if (encoded > 0) at += (buf as BufferWorkers).latin1Write((page as BufferWorkers).base64Slice(start, end), at);
+    buf[at++] = LF;
+    this.#len = at;
+  }
+
+  /** Hands what was built to the socket in one write; returns the byte count. */
+  writeTo(socket: Socket): number {
+    const n = this.#len;
+    if (n === 0) return 0;
+    const buf = this.#buf;
+    this.#buf = EMPTY;
+    this.#len = 0;
+    // An empty queue means every earlier write is done with its bytes.
+    if (this.#inFlight !== null && socket.writableLength === 0) {
+      this.#pool.give(this.#inFlight);
+      this.#inFlight = null;
+    }
+    socket.write(buf.subarray(0, n));
+    if (socket.writableLength === 0) this.#pool.give(buf); // the kernel copied it all
+    else this.#inFlight = buf; // an older one still in flight is left to the collector
+    return n;
+  }
+
+  /** Drops what was built (the socket is gone). */
+  discard(): void {
+    if (this.#buf !== EMPTY) this.#pool.give(this.#buf);
+    this.#buf = EMPTY;
+    this.#len = 0;
+    this.#inFlight = null;
+  }
+
+  #room(bytes: number): void {
+    const need = this.#len + bytes;
+    if (need <= this.#buf.length) return;
+    const old = this.#buf;
+    const buf = this.#len === 0 ? this.#pool.take(need) : Buffer.allocUnsafeSlow(Math.max(need, old.length * 2));
+    if (this.#len > 0) {
+      old.copy(buf, 0, 0, this.#len);
+      this.#pool.give(old);
+    } else if (old !== EMPTY) {
+      this.#pool.give(old);
+    }
+    this.#buf = buf;
+  }
+}

@@ -1,0 +1,32 @@
+import type { EngineStats } from './store-metrics.ts';
+
+/**
+ * Where a value's bytes are: page[start, end). Filled in by StoreEngine.getAt and valid
+ * only until the engine's next write (a SET may move or overwrite the record), so the
+ * caller copies or encodes the bytes at once. One instance is reused for every GET.
+ */
+export class ValueLocation {
+  page: Buffer = Buffer.alloc(0);
+  start = 0;
+  end = 0;
+}
+
+export type SetOutcome = 'ok' | 'out_of_memory';
+
+/**
+ * What the store's server needs of a keyspace: commands on key bytes taken straight from
+ * the socket's buffer (the key is buf[ks, ke)), values in and out as bytes. The wire
+ * format (base64 on GET) is the server's business, not the engine's.
+ */
+export interface StoreEngine extends EngineStats {
+  /** Finds the key and points `into` at its value; false when absent. Counts a hit or miss. */
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation): boolean;
+  /** Stores the value bytes buf[vs, ve) (copied); without ttlSeconds any TTL is cleared. */
+  setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlSeconds?: number): SetOutcome;
+  /** false when the key was absent. */
+  deleteAt(buf: Buffer, ks: number, ke: number): boolean;
+  /** false when the key was absent. */
+  expireAt(buf: Buffer, ks: number, ke: number, seconds: number): boolean;
+  /** null = absent, -1 = no expiry, else whole seconds left, rounded up. */
+  ttlAt(buf: Buffer, ks: number, ke: number): number | null;
+}
