@@ -1,5 +1,6 @@
 // The backend over a ring of store shards (SPEC §6): keys spread over three real stores;
-// one shard killed and one paused (SIGSTOP, a child process) fail only their own keys,
+// one shard killed, one paused (SIGSTOP, a child process) and one behind a network link
+// that goes silent fail only their own keys,
 // with 503 and 504 then 503; readiness stays, /healthz says degraded, the metrics move;
 // both recover without a restart; membership changed under load fails nothing on the
 // shards that stay; an ejected shard's keys go to their next choice and come back.
@@ -10,6 +11,7 @@ import { ShardRing } from '../services/ring/shard-ring.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { backendHarness, logSink, metricSum, scrape, send, storeList } from './helpers/backend-harness.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
+import { CuttableLink } from './helpers/cuttable-link.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const h = backendHarness();
@@ -156,6 +158,37 @@ describe('the backend over three shards', () => {
       expect(messages('store shard regained', shard), shard).toBe(1);
     }
     expect(messages('store shard lost', names.healthy)).toBe(0);
+  });
+
+  it('a shard behind a network link that goes silent: 504 within STORE_TIMEOUT_MS, then fast 503, only for its keys; it recovers when the link does', { timeout: 60_000 }, async () => {
+    const healthy = await h.store();
+    const far = await h.store();
+    const link = await CuttableLink.to(far.port);
+    try {
+      const names = { healthy: `127.0.0.1:${healthy.port}`, far: `127.0.0.1:${link.port}` };
+      const list = `${names.healthy},${names.far}`;
+      const backend = await h.backend(list, { storeTimeoutMs: 300, storePoolSize: 2 }, { monitorIntervalMs: 50 });
+      await waitUntil('every pool connected', async () => (backend.pool.stateCounts().connected === 4 ? true : undefined), { everyMs: 10 });
+      const byShard = keysByShard(list, 80);
+      for (let i = 0; i < 80; i++) expect((await send(backend.port, 'PUT', `/key-${i}`, `v${i}`)).status).toBe(204);
+
+      link.cut();
+      const read = async (keys: string[]) => Promise.all(keys.map(async (k) => (await send(backend.port, 'GET', `/${k}`)).status));
+      const first = await read(byShard.get(names.far)!);
+      expect(new Set(first).has(504), `first reads behind the cut link: ${first}`).toBe(true);
+      for (const st of first) expect([503, 504]).toContain(st);
+      expect(new Set(await read(byShard.get(names.far)!))).toEqual(new Set([503]));
+      expect(new Set(await read(byShard.get(names.healthy)!))).toEqual(new Set([200]));
+      expect(await status(backend.metricsPort, '/readyz')).toBe(200);
+      expect((await health(backend.metricsPort)).body.status).toBe('degraded');
+
+      link.restore();
+      await waitUntil('the shard answers again', async () => ((await health(backend.metricsPort)).body.status === 'ok' ? true : undefined), { everyMs: 20, deadlineMs: 20_000 });
+      await waitUntil('its keys are served again', async () => (new Set(await read(byShard.get(names.far)!)).size === 1 ? true : undefined), { everyMs: 20, deadlineMs: 20_000 });
+      expect(new Set(await read(byShard.get(names.far)!))).toEqual(new Set([200]));
+    } finally {
+      link.destroy();
+    }
   });
 
   it('a ready answer is never followed by a 503: readiness waits for the pool, not a probe connection', async () => {
