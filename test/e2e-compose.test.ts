@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { DockerComposeEnvironment, Wait, type StartedDockerComposeEnvironment } from 'testcontainers';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { probeUsage } from '../services/client/index.ts';
 import { composeFiles, describeDocker } from './helpers/docker-available.ts';
 import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
@@ -95,6 +95,10 @@ await describeDocker(
       backendIdentity: () => docker('inspect', '--format', '{{.State.StartedAt}}', containerId('backend')),
     };
     defineStackChecks(() => stack);
+
+    it('bounds the kernel send buffer of the store\'s connections (tcp_wmem in its network namespace)', async () => {
+      expect((await docker('exec', containerId('store'), 'cat', '/proc/sys/net/ipv4/tcp_wmem')).split(/\s+/)).toEqual(['4096', '16384', '262144']);
+    });
   },
   { compose: true },
 );
