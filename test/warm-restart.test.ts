@@ -83,6 +83,8 @@ describe('warm restart under load through the backend', () => {
               expect(store.logs.find((l) => l.msg === 'snapshot saved')).toBeDefined();
               store = await start(storeScript, storeEnv, 'kvstore ready');
               expect(store.logs.find((l) => l.msg === 'snapshot loaded')).toBeDefined();
+              // Ready means the backend's pooled connections are back: writes go through again.
+              await waitUntil('the backend to be ready again', async () => ((await call(agent, ports.admin, 'GET', '/readyz')).status === 200 ? true : undefined), { everyMs: 20 });
               restarted = true;
             })();
           }
@@ -92,7 +94,6 @@ describe('warm restart under load through the backend', () => {
       };
       await Promise.all(Array.from({ length: 8 }, (_, w) => worker(w)));
       await restart;
-      await waitUntil('the backend to be ready again', async () => ((await call(agent, ports.admin, 'GET', '/readyz')).status === 200 ? true : undefined));
       expect(writesAfterRestart).toBeGreaterThan(0);
       expect(acknowledged.size).toBeGreaterThan(restartAfter / 2);
       const lost: string[] = [];
