@@ -4,7 +4,7 @@
 // with 503 and 504 then 503; readiness stays, /healthz says degraded, the metrics move;
 // both recover without a restart; membership changed under load fails nothing on the
 // shards that stay; an ejected shard's keys go to their next choice and come back.
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { ShardRing } from '../services/ring/shard-ring.ts';
@@ -12,6 +12,7 @@ import { createLogger } from '../services/shared/logger.ts';
 import { backendHarness, logSink, metricSum, scrape, send, storeList } from './helpers/backend-harness.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { CuttableLink } from './helpers/cuttable-link.ts';
+import { call, type Outcome } from './helpers/http-call.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const h = backendHarness();
@@ -46,20 +47,6 @@ async function health(port: number): Promise<{ status: number; body: { status: s
 }
 
 const status = async (port: number, path: string): Promise<number> => (await fetch(`http://127.0.0.1:${port}${path}`)).status;
-
-type Outcome = number | `error:${string}`;
-function call(agent: Agent, port: number, method: string, path: string, body?: string): Promise<{ outcome: Outcome; body: string }> {
-  return new Promise((resolve) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, agent }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ outcome: res.statusCode!, body: text }));
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ outcome: `error:${err.code ?? err.message}`, body: '' }));
-    req.end(body);
-  });
-}
 
 describe('the backend over three shards', () => {
   it('spreads keys over the shards, each key on the shard the ring names, and reads them back', async () => {

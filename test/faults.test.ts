@@ -5,7 +5,7 @@
 // write that was acknowledged with 204 is readable afterwards). Nothing here is timed: a
 // request that waited for a time-out it should not have waited for would outlast the
 // test's own time-out, and every in-flight request is awaited before the checks.
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBackendService, type BackendService } from '../services/backend/backend-service.ts';
 import { StoreConnection } from '../services/client/index.ts';
@@ -13,6 +13,7 @@ import { loadBackendConfig } from '../services/shared/config.ts';
 import { parseStoreList } from '../services/shared/store-list.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { metricSum } from './helpers/exposition.ts';
+import { call, type Outcome } from './helpers/http-call.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 
 const children = new Set<ServiceProcess>();
@@ -51,23 +52,6 @@ async function startBackendProcess(ports: { http: number; admin: number; store: 
   );
   children.add(p);
   return p;
-}
-
-type Outcome = number | `error:${string}`;
-
-/** One request over `agent`; resolves with the status or the error code, never rejects. */
-function call(agent: Agent, port: number, method: string, path: string, body?: string): Promise<{ outcome: Outcome; body: string }> {
-  return new Promise((resolve) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, agent }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ outcome: res.statusCode!, body: text }));
-      res.on('error', (err: NodeJS.ErrnoException) => resolve({ outcome: `error:${err.code ?? err.message}`, body: '' }));
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ outcome: `error:${err.code ?? err.message}`, body: '' }));
-    req.end(body);
-  });
 }
 
 function newAgent(): Agent {

@@ -5,11 +5,12 @@
 // an error and are not counted. Nothing is timed: the test waits on the processes' ready
 // lines and on the backend's readiness.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
+import { call } from './helpers/http-call.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const children = new Set<ServiceProcess>();
@@ -28,21 +29,6 @@ async function start(script: string, env: Record<string, string>, ready: string)
   const p = await startServiceProcess(script, env, ready);
   children.add(p);
   return p;
-}
-
-/** One request; resolves with the status (or the error code) and the body, never rejects. */
-function call(agent: Agent, port: number, method: string, path: string, body?: string): Promise<{ status: number | string; body: string }> {
-  return new Promise((resolve) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, agent }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-      res.on('error', (err: NodeJS.ErrnoException) => resolve({ status: err.code ?? err.message, body: '' }));
-    });
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: err.code ?? err.message, body: '' }));
-    req.end(body);
-  });
 }
 
 describe('warm restart under load through the backend', () => {
@@ -72,8 +58,8 @@ describe('warm restart under load through the backend', () => {
           const key = `warm-${w}-${n}`;
           const value = `value ${w} ${n} ${'x'.repeat((w * 37 + n) % 200)}`;
           const r = await call(agent, ports.http, 'PUT', `/${key}`, value);
-          outcomes.set(String(r.status), (outcomes.get(String(r.status)) ?? 0) + 1);
-          if (r.status === 204) {
+          outcomes.set(String(r.outcome), (outcomes.get(String(r.outcome)) ?? 0) + 1);
+          if (r.outcome === 204) {
             acknowledged.set(key, value);
             if (restarted) writesAfterRestart++;
           }
@@ -84,7 +70,7 @@ describe('warm restart under load through the backend', () => {
               store = await start(storeScript, storeEnv, 'kvstore ready');
               expect(store.logs.find((l) => l.msg === 'snapshot loaded')).toBeDefined();
               // Ready means the backend's pooled connections are back: writes go through again.
-              await waitUntil('the backend to be ready again', async () => ((await call(agent, ports.admin, 'GET', '/readyz')).status === 200 ? true : undefined), { everyMs: 20 });
+              await waitUntil('the backend to be ready again', async () => ((await call(agent, ports.admin, 'GET', '/readyz')).outcome === 200 ? true : undefined), { everyMs: 20 });
               restarted = true;
             })();
           }
@@ -99,7 +85,7 @@ describe('warm restart under load through the backend', () => {
       const lost: string[] = [];
       for (const [key, value] of acknowledged) {
         const r = await call(agent, ports.http, 'GET', `/${key}`);
-        if (r.status !== 200 || r.body !== value) lost.push(`${key}: ${r.status}`);
+        if (r.outcome !== 200 || r.body !== value) lost.push(`${key}: ${r.outcome}`);
       }
       expect(lost, `outcomes ${JSON.stringify(Object.fromEntries(outcomes))}`).toEqual([]);
     } finally {
