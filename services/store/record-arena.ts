@@ -55,6 +55,13 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 /** Below this many bytes a copy is a loop; above, Buffer#copy (its call costs more than a short loop). */
 const NATIVE_COPY_BYTES = 64;
 
+const INITIAL_OWNERS = 16;
+/** One owner per key at most: the engine's MAX_KEYS. */
+const MAX_OWNERS = 2 ** 27;
+/** Owners added per growth once past it (256 KiB committed a step); doubling below. */
+const OWNER_GROWTH = 65_536;
+const ownersAfterGrowth = (cap: number): number => Math.min(MAX_OWNERS, cap < OWNER_GROWTH ? cap * 2 : cap + OWNER_GROWTH);
+
 export class SizeClass {
   /** Chunk size in bytes; 0 for the class of large records (each its own region). */
   readonly size: number;
@@ -68,8 +75,15 @@ export class SizeClass {
   readonly step: number;
   /** Chunks in use: 0..count-1. */
   count = 0;
-  /** Chunk → owner (the engine's slot). */
-  owners = new Int32Array(16);
+  /**
+   * Chunk → owner (the engine's slot), over a resizable buffer that reserves room for one
+   * owner per key the engine can hold: it grows and shrinks in place, never copied (a
+   * copy of millions of owners in one allocation was the last stop-the-world growth).
+   */
+  readonly ownerRegion = new ArrayBuffer(INITIAL_OWNERS * 4, { maxByteLength: MAX_OWNERS * 4 });
+  readonly owners = new Int32Array(this.ownerRegion);
+  /** owners.length, kept here: a resizable buffer's length is slower to read. */
+  ownerCap = INITIAL_OWNERS;
   /** The resizable buffer behind pages[0] (size classes only, once used). */
   region: ArrayBuffer | undefined;
   /** region.byteLength, kept here: a resizable buffer's length is slower to read. */
@@ -208,7 +222,7 @@ export class RecordArena {
    */
   allocCost(cls: number, bytes: number): number {
     const c = this.classes[cls]!;
-    const owners = c.count >= c.owners.length ? c.owners.byteLength : 0;
+    const owners = c.count >= c.ownerCap ? (ownersAfterGrowth(c.ownerCap) - c.ownerCap) * 4 : 0;
     if (c.size === 0) return owners + roundUp(Math.max(1, bytes), OS_PAGE);
     return owners + ((c.count + 1) * c.size > c.committed ? c.step : 0);
   }
@@ -234,11 +248,11 @@ export class RecordArena {
         this.#pageBytes += c.step;
       }
     }
-    if (i >= c.owners.length) {
-      const grown = new Int32Array(c.owners.length * 2);
-      grown.set(c.owners);
-      this.#ownerBytes += grown.byteLength - c.owners.byteLength;
-      c.owners = grown;
+    if (i >= c.ownerCap) {
+      const n = ownersAfterGrowth(c.ownerCap);
+      c.ownerRegion.resize(n * 4);
+      this.#ownerBytes += (n - c.ownerCap) * 4;
+      c.ownerCap = n;
     }
     c.owners[i] = owner;
     c.count = i + 1;
@@ -287,10 +301,11 @@ export class RecordArena {
         }
       }
     }
-    if (c.owners.length > 64 && last * 4 < c.owners.length) {
-      const shrunk = c.owners.slice(0, c.owners.length >> 1);
-      this.#ownerBytes -= shrunk.byteLength;
-      c.owners = shrunk;
+    if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
+      const n = c.ownerCap >> 1;
+      c.ownerRegion.resize(n * 4);
+      this.#ownerBytes -= (c.ownerCap - n) * 4;
+      c.ownerCap = n;
     }
     return moved;
   }
