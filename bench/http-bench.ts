@@ -16,21 +16,23 @@
 //                     set: --modes backend,backend-3-shards). The key lives on one shard; the
 //                     difference with `backend` is what routing over a ring costs a request
 //
+// This file runs the rounds; http-load-generators.ts drives wrk or autocannon,
+// http-bench-servers.ts is each mode's server, http-bench-report.ts prints the report.
 // `npm run bench` calls runHttpBench(); `node bench/http-bench.ts [--duration s]
 // [--warmup s] [--rounds n] [--connections n] [--modes a,b] [--load-generator wrk|autocannon]
 // [--json]` runs it alone. A benchmark, not a test:
 // numbers depend on the machine; compare modes within one run.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer as createHttpServer } from 'node:http';
 import { connect } from 'node:net';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 import { median, medianBy } from './median.ts';
+import { formatHttpBench } from './http-bench-report.ts';
+import { autocannonLoadGenerator, defaultLoadGenerator, wrkLoadGenerator, type LoadGenerator, type LoadGeneratorName, type LoadRun } from './http-load-generators.ts';
 
 export type HttpBenchMode =
   | 'bare-node'
@@ -106,110 +108,6 @@ export interface HttpBenchReport {
   readonly ratios: Record<string, number>;
 }
 
-export type LoadGeneratorName = 'wrk' | 'autocannon';
-
-/** One measured run of a load generator. */
-export interface LoadRun {
-  readonly requestsPerSecond: number;
-  readonly requests: number;
-  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
-  /** Connection errors and time-outs. */
-  readonly errors: number;
-  readonly non2xx: number;
-  readonly statusCodes: Record<string, number>;
-  /** CPU time the load generator used (user + system), in µs. */
-  readonly cpuMicros: number;
-}
-export type LoadGenerator = (url: string, connections: number, durationSeconds: number) => Promise<LoadRun>;
-
-/** wrk if it is on PATH (Debian: apt-get install wrk), else autocannon. */
-export function defaultLoadGenerator(): LoadGeneratorName {
-  try {
-    execFileSync('sh', ['-c', 'command -v wrk'], { stdio: 'ignore' });
-    return 'wrk';
-  } catch {
-    return 'autocannon';
-  }
-}
-
-// wrk's done() hook: its figures as JSON (latencies in µs) to the file WRK_REPORT names.
-const WRK_REPORT_SCRIPT = `
-done = function(summary, latency, requests)
-  local e = summary.errors
-  local f = assert(io.open(os.getenv("WRK_REPORT"), "w"))
-  f:write(string.format('{"requests":%d,"durationMicros":%d,"p50":%d,"p90":%d,"p99":%d,"max":%d,' ..
-    '"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d}',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90),
-    latency:percentile(99), latency.max, e.connect, e.read, e.write, e.timeout, e.status))
-  f:close()
-end
-`;
-
-/**
- * wrk with one thread (one core at most), run under sh so that \`times\` reports its CPU
- * time once it has exited. Non-2xx counts come as one figure: wrk does not split them by
- * status (a response() hook would, at a cost per request).
- */
-export function wrkLoadGenerator(workDir: string): LoadGenerator {
-  const script = join(workDir, 'report.lua');
-  writeFileSync(script, WRK_REPORT_SCRIPT);
-  let runs = 0;
-  return async (url, connections, durationSeconds) => {
-    const report = join(workDir, `wrk-${++runs}.json`);
-    const args = ['-t1', `-c${connections}`, `-d${durationSeconds}s`, '-s', script, url];
-    const stdout = await new Promise<string>((resolve, reject) => {
-      const child = spawn('sh', ['-c', 'wrk "$@" >/dev/null && times', 'sh', ...args], { env: { ...process.env, WRK_REPORT: report }, stdio: ['ignore', 'pipe', 'inherit'] });
-      let out = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-      child.once('error', reject);
-      child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}`))));
-    });
-    const r = JSON.parse(readFileSync(report, 'utf8')) as Record<string, number>;
-    // `times` prints the shell's user and system time, then its children's: "0m1.23s 0m0.45s".
-    const children = stdout.trim().split('\n').at(-1)!.match(/(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s/);
-    const cpuMicros = children ? (Number(children[1]) * 60 + Number(children[2]) + Number(children[3]) * 60 + Number(children[4])) * 1e6 : NaN;
-    const ms = (micros: number) => micros / 1000;
-    return {
-      requestsPerSecond: r.requests! / (r.durationMicros! / 1e6),
-      requests: r.requests!,
-      latencyMs: { p50: ms(r.p50!), p90: ms(r.p90!), p99: ms(r.p99!), max: ms(r.max!) },
-      errors: r.connect! + r.read! + r.write! + r.timeout!,
-      non2xx: r.status!,
-      statusCodes: (r.status! > 0 ? { 'not 2xx/3xx': r.status! } : {}) as Record<string, number>,
-      cpuMicros,
-    };
-  };
-}
-
-export function autocannonLoadGenerator(): LoadGenerator {
-  return async (url, connections, durationSeconds) => {
-    const before = process.cpuUsage();
-    const r = await autocannon({ url, connections, duration: durationSeconds });
-    const used = process.cpuUsage(before);
-    return {
-      requestsPerSecond: r.requests.average,
-      requests: r.requests.total,
-      latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
-      errors: r.errors + r.timeouts,
-      non2xx: r.non2xx,
-      statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, s.count])),
-      cpuMicros: used.user + used.system,
-    };
-  };
-}
-
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p90: number; p99: number; max: number };
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-  statusCodeStats?: Record<string, { count: number }>;
-}
-type Autocannon = (opts: { url: string; connections: number; duration: number; pipelining?: number }) => Promise<AutocannonResult>;
-// autocannon ships no types; this is the one call we make.
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
-
 const root = fileURLToPath(new URL('../', import.meta.url));
 const KEY = 'bench-key';
 
@@ -282,7 +180,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       const port = await freePort();
       const report = join(reportDir, `${mode}-${round}.json`);
       const servedStores = mode === 'backend-3-shards' ? storePorts.join(',') : String(storePort);
-      const server = startChild(['bench/http-bench.ts', '--serve', mode, '--port', String(port), '--store-port', servedStores, '--report', report], {});
+      const server = startChild(['bench/http-bench-servers.ts', '--mode', mode, '--port', String(port), '--store-port', servedStores, '--report', report], {});
       let r: LoadRun;
       let storeCpu: number | undefined;
       let loadGeneratorCpuPercent = 0;
@@ -402,123 +300,6 @@ async function prefill(storePort: number, valueBytes: number): Promise<void> {
   }
 }
 
-export function formatHttpBench(report: HttpBenchReport): string {
-  const lines = [
-    `HTTP GET of a prefilled key, ${report.connections} connections (${report.loadGenerator}), ${report.durationSeconds}s per mode, median of ${report.rounds} round(s), Node ${report.node}`,
-    '',
-    'mode                  req/s   p50 ms  p90 ms  p99 ms  max ms  errors  non-2xx  server µs/req  store µs/req  load gen CPU',
-  ];
-  for (const r of report.results) {
-    lines.push(
-      `${r.mode.padEnd(18)} ${r.requestsPerSecond.toFixed(0).padStart(8)} ${r.latencyMs.p50.toFixed(2).padStart(8)} ${r.latencyMs.p90
-        .toFixed(2)
-        .padStart(7)} ${r.latencyMs.p99.toFixed(2).padStart(7)} ${r.latencyMs.max.toFixed(1).padStart(7)} ${String(r.errors).padStart(7)} ${String(
-        r.non2xx,
-      ).padStart(8)}  ${(r.serverCpuMicrosPerRequest === undefined ? '-' : r.serverCpuMicrosPerRequest.toFixed(1)).padStart(13)} ${(r.storeCpuMicrosPerRequest === undefined
-        ? '-'
-        : r.storeCpuMicrosPerRequest.toFixed(1)
-      ).padStart(13)} ${`${r.loadGeneratorCpuPercent}%`.padStart(13)}`,
-    );
-  }
-  if (report.rounds > 1) {
-    lines.push('', 'req/s over the rounds (lowest-highest): ' + report.results.map((r) => `${r.mode} ${r.requestsPerSecondRange.map((v) => v.toFixed(0)).join('-')}`).join(', '));
-    lines.push('p99 ms over the rounds (lowest-highest): ' + report.results.map((r) => `${r.mode} ${r.p99RangeMs.map((v) => v.toFixed(2)).join('-')}`).join(', '));
-  }
-  for (const r of report.results) {
-    if (r.non2xx > 0) lines.push(`  ${r.mode}: status codes ${JSON.stringify(r.statusCodes)}`);
-  }
-  lines.push('');
-  for (const [name, value] of Object.entries(report.ratios)) lines.push(`${name}: ${value}`);
-  return lines.join('\n');
-}
-
-// ---- server roles, run as child processes by runHttpBench ----
-
-/**
- * Counts requests and CPU time from SIGUSR2 (end of the warm-up) and writes them to
- * `report` on SIGTERM, after `stop` has run.
- */
-function accountCpu(server: ReturnType<typeof createHttpServer>, report: string, stop: () => void): void {
-  let requests = 0;
-  let since = process.cpuUsage();
-  server.on('request', () => requests++);
-  process.on('SIGUSR2', () => {
-    requests = 0;
-    since = process.cpuUsage();
-  });
-  process.on('SIGTERM', () => {
-    const used = process.cpuUsage(since);
-    writeFileSync(report, JSON.stringify({ cpuMicros: used.user + used.system, requests }));
-    stop();
-    process.exit(0);
-  });
-}
-
-async function serve(mode: HttpBenchMode, port: number, storePorts: readonly number[], report: string): Promise<void> {
-  const storePort = storePorts[0]!;
-  if (mode === 'bare-node') {
-    const server = createHttpServer((_req, res) => {
-      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-      res.end('Hello World!');
-    }).listen(port, '127.0.0.1');
-    accountCpu(server, report, () => server.closeAllConnections());
-    return;
-  }
-  if (mode === 'bare-express') {
-    const { default: express } = await import('express');
-    const app = express();
-    app.get('/:key', (_req, res) => {
-      res.send('Hello World!');
-    });
-    const server = createHttpServer(app).listen(port, '127.0.0.1');
-    accountCpu(server, report, () => server.closeAllConnections());
-    return;
-  }
-  const { createBackendApp, createBackendHandler } = await import('../services/backend/backend-app.ts');
-  const { createBackendMetrics } = await import('../services/backend/backend-metrics.ts');
-  const { ShardedStore } = await import('../services/client/sharded-store.ts');
-  const { StoreConnection } = await import('../services/client/store-connection.ts');
-  const { createLogger } = await import('../services/shared/logger.ts');
-  const { createMetricsRegistry } = await import('../services/shared/metrics-registry.ts');
-  const { loadBackendConfig } = await import('../services/shared/config.ts');
-
-  const config = loadBackendConfig({});
-  const withMetrics = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-no-express' || mode === 'backend-no-logs' || mode === 'naive';
-  const withLogs = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-no-express' || mode === 'backend-no-metrics' || mode === 'naive';
-  const logger = createLogger({ name: 'kvbackend', level: withLogs ? 'info' : 'silent' });
-  const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry() }) : undefined;
-  // As the service builds it: a ring of one store, or of three, each shard with its own pool.
-  const pool = new ShardedStore({
-    shards: storePorts.map((p) => ({ name: `127.0.0.1:${p}`, host: '127.0.0.1', port: p })),
-    pool: { size: config.storePoolSize, timeoutMs: config.storeTimeoutMs },
-    observerFor: (shard) => metrics?.observerFor(shard),
-  });
-  const observer = metrics?.observerFor(`127.0.0.1:${storePort}`);
-
-  // The pattern the SPEC rules out: a new TCP connection to the store for every command.
-  const perRequest = <T>(run: (c: InstanceType<typeof StoreConnection>) => Promise<T>): Promise<T> => {
-    const c = new StoreConnection({ host: '127.0.0.1', port: storePort, timeoutMs: config.storeTimeoutMs, reconnect: false });
-    c.observer = observer;
-    return run(c).finally(() => c.destroy());
-  };
-  const store =
-    mode === 'naive'
-      ? {
-          get: (key: string) => perRequest((c) => c.get(key)),
-          set: (key: string, value: Buffer | string, ttl?: number) => perRequest((c) => c.set(key, value, ttl)),
-          del: (key: string) => perRequest((c) => c.del(key)),
-        }
-      : pool;
-  if (mode !== 'naive') await pool.connect();
-  const appOptions = { store, metrics, logger, maxValueBytes: config.maxValueBytes };
-  const app = mode === 'backend-no-express' ? createBackendHandler(appOptions) : createBackendApp(appOptions);
-  const server = createHttpServer(app).listen(port, '127.0.0.1');
-  accountCpu(server, report, () => {
-    server.closeAllConnections();
-    pool.destroy();
-  });
-}
-
 function parseLoadGenerator(name: string | undefined): LoadGeneratorName | undefined {
   if (name === undefined || name === 'wrk' || name === 'autocannon') return name;
   throw new Error(`unknown load generator ${name}; wrk or autocannon`);
@@ -527,10 +308,6 @@ function parseLoadGenerator(name: string | undefined): LoadGeneratorName | undef
 if (import.meta.main) {
   const { values } = parseArgs({
     options: {
-      serve: { type: 'string' },
-      port: { type: 'string' },
-      'store-port': { type: 'string' },
-      report: { type: 'string' },
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
@@ -540,9 +317,7 @@ if (import.meta.main) {
       json: { type: 'boolean' },
     },
   });
-  if (values.serve) {
-    await serve(values.serve as HttpBenchMode, Number(values.port), values['store-port']!.split(',').map(Number), values.report ?? join(tmpdir(), 'http-bench-serve.json'));
-  } else {
+  {
     const modes = values.modes?.split(',') as HttpBenchMode[] | undefined;
     for (const m of modes ?? []) if (!ALL_HTTP_BENCH_MODES.includes(m)) throw new Error(`unknown mode ${m}; modes: ${ALL_HTTP_BENCH_MODES.join(', ')}`);
     const report = await runHttpBench({

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { autocannonLoadGenerator, defaultLoadGenerator, runHttpBench, wrkLoadGenerator, type LoadGenerator } from '../bench/http-bench.ts';
+import { runHttpBench } from '../bench/http-bench.ts';
+import { autocannonLoadGenerator, defaultLoadGenerator, wrkLoadGenerator, type LoadGenerator } from '../bench/http-load-generators.ts';
 
 const wrkAvailable = defaultLoadGenerator() === 'wrk';
 const wrkRequired = process.env.CI === 'true' || process.env.REQUIRE_WRK === '1';
