@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { pushHistogramSamples, ScrapeTimeMetric, type MetricSample } from '../shared/scrape-time-metric.ts';
 import { COMMAND_NAMES, PARSE_ERROR_REASONS } from '../protocol/command-parser.ts';
 
 /**
@@ -98,86 +99,60 @@ export class StoreMetrics {
   }
 }
 
-interface MetricValue {
-  readonly value: number;
-  readonly labels: Record<string, string | number>;
-  readonly metricName?: string;
-}
-
-/**
- * A metric whose series are computed at scrape time, in the shape prom-client's
- * Registry renders (name, help, type, async get()).
- */
-class ScrapeTimeMetric {
-  readonly name: string;
-  readonly help: string;
-  readonly type: 'counter' | 'histogram';
-  readonly aggregator = 'sum' as const;
-  readonly #values: () => MetricValue[];
-  readonly reset: () => void;
-
-  constructor(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[], reset: () => void) {
-    this.name = name;
-    this.help = help;
-    this.type = type;
-    this.#values = values;
-    this.reset = reset;
-  }
-
-  async get() {
-    return { name: this.name, help: this.help, type: this.type, values: this.#values(), aggregator: this.aggregator };
-  }
-}
-
 /** Registers every store metric on `registry` and returns the counts the server feeds. */
 export function createStoreMetrics({ registry, engine, connections, maxConnections }: StoreMetricsOptions): StoreMetrics {
   const m = new StoreMetrics();
   const registers = [registry];
   const reset = () => m.reset();
 
-  registry.registerMetric(
-    new ScrapeTimeMetric('kvstore_commands_total', 'Commands answered, by command (UNKNOWN for unknown names) and result (ok, not_found, error).', 'counter', () => {
-      const values: MetricValue[] = [];
+  new ScrapeTimeMetric({
+    name: 'kvstore_commands_total',
+    help: 'Commands answered, by command (UNKNOWN for unknown names) and result (ok, not_found, error).',
+    type: 'counter',
+    registry,
+    reset,
+    samples: () => {
+      const values: MetricSample[] = [];
       for (let c = 0; c < COMMANDS; c++) {
         for (let r = 0; r < 3; r++) values.push({ value: m.commands[c * 3 + r]!, labels: { command: COMMAND_NAMES[c]!, result: RESULTS[r]! } });
       }
       return values;
-    }, reset) as never,
-  );
+    },
+  });
 
-  registry.registerMetric(
-    new ScrapeTimeMetric('kvstore_command_duration_seconds', 'Time to execute a command in the store, from parsed line to reply, in seconds.', 'histogram', () => {
-      const values: MetricValue[] = [];
-      const name = 'kvstore_command_duration_seconds';
+  new ScrapeTimeMetric({
+    name: 'kvstore_command_duration_seconds',
+    help: 'Time to execute a command in the store, from parsed line to reply, in seconds.',
+    type: 'histogram',
+    registry,
+    reset,
+    samples: () => {
+      const values: MetricSample[] = [];
       for (let c = 0; c < COMMANDS; c++) {
-        const command = COMMAND_NAMES[c]!;
-        let cumulative = 0;
-        for (let b = 0; b < SLOTS; b++) {
-          cumulative += m.durationCounts[c * SLOTS + b]!;
-          const le = b < SLOTS - 1 ? DURATION_BUCKETS[b]! : '+Inf';
-          values.push({ value: cumulative, labels: { le, command }, metricName: `${name}_bucket` });
-        }
-        values.push({ value: m.durationSums[c]!, labels: { command }, metricName: `${name}_sum` });
-        values.push({ value: cumulative, labels: { command }, metricName: `${name}_count` });
+        const at = c * SLOTS;
+        pushHistogramSamples(values, 'kvstore_command_duration_seconds', { command: COMMAND_NAMES[c]! }, DURATION_BUCKETS, (b) => m.durationCounts[at + b]!, m.durationSums[c]!);
       }
       return values;
-    }, reset) as never,
-  );
+    },
+  });
 
-  registry.registerMetric(
-    new ScrapeTimeMetric('kvstore_protocol_errors_total', 'Malformed or refused lines, by reason.', 'counter', () =>
-      PROTOCOL_ERROR_REASONS.map((reason, i) => ({ value: m.protocolErrors[i]!, labels: { reason } })), reset) as never,
-  );
+  new ScrapeTimeMetric({
+    name: 'kvstore_protocol_errors_total',
+    help: 'Malformed or refused lines, by reason.',
+    type: 'counter',
+    registry,
+    reset,
+    samples: () => PROTOCOL_ERROR_REASONS.map((reason, i) => ({ value: m.protocolErrors[i]!, labels: { reason } })),
+  });
 
-  registry.registerMetric(
-    new ScrapeTimeMetric(
-      'kvstore_connection_yields_total',
-      'Times a connection stopped running its pipelined commands to let others run: its unsent replies reached the bound (reply_bound) or it used its commands for the turn (command_budget).',
-      'counter',
-      () => YIELD_REASONS.map((reason, i) => ({ value: m.connectionYields[i]!, labels: { reason } })),
-      reset,
-    ) as never,
-  );
+  new ScrapeTimeMetric({
+    name: 'kvstore_connection_yields_total',
+    help: 'Times a connection stopped running its pipelined commands to let others run: its unsent replies reached the bound (reply_bound) or it used its commands for the turn (command_budget).',
+    type: 'counter',
+    registry,
+    reset,
+    samples: () => YIELD_REASONS.map((reason, i) => ({ value: m.connectionYields[i]!, labels: { reason } })),
+  });
 
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({ name, help, registers, collect() { this.set(read()); } });
