@@ -1,12 +1,13 @@
 import { StoreUnavailableError } from '../client/errors.ts';
+import { commandsRoutedBy } from '../protocol/command-table.ts';
 import { StoreConnection } from '../client/store-connection.ts';
 import { ShardRing } from '../ring/shard-ring.ts';
 import type { StoreShard } from '../shared/store-list.ts';
 
 /** Commands whose second token is a key: they go to the key's shard. */
-const KEYED = new Set(['GET', 'SET', 'SETEX', 'DELETE', 'TTL', 'EXPIRE']);
+const KEYED = commandsRoutedBy('key');
 /** Keyless commands that every shard answers for itself. */
-const EVERY_SHARD = new Set(['USAGE', 'PING', 'STATS']);
+const EVERY_SHARD = commandsRoutedBy('every_shard');
 
 export interface ShardLink {
   readonly shard: StoreShard;

@@ -1,4 +1,5 @@
 import { createInterface, type Completer } from 'node:readline';
+import { COMMAND_TABLE } from '../protocol/command-table.ts';
 import { DEFAULT_TIMEOUT_MS, type GlobalOptions } from './cli-args.ts';
 import { writeOut, type CliIo } from './cli-io.ts';
 import { ExitCode, type ExitStatus } from './exit-codes.ts';
@@ -9,7 +10,7 @@ import { errorJson, replyLineJson } from './reply-json.ts';
 import { ReplShards, type ShardLink } from './repl-shards.ts';
 import { formatAddress, resolveStoreShards } from './store-address.ts';
 
-const PROTOCOL_COMMANDS = ['GET', 'SET', 'SETEX', 'DELETE', 'TTL', 'EXPIRE', 'USAGE', 'PING', 'STATS', 'QUIT'];
+const PROTOCOL_COMMANDS = COMMAND_TABLE.map((c) => c.name);
 const LOCAL_COMMANDS = ['help', 'exit'];
 
 /** Tab completion of the command name (the first word), in the case the user started typing. */

@@ -1,3 +1,4 @@
+import { COMMAND_TABLE, type KnownCommandName } from './command-table.ts';
 import { isValidKeyBytes } from './key-rules.ts';
 
 /**
@@ -14,7 +15,8 @@ import { isValidKeyBytes } from './key-rules.ts';
  *   expire time; value over the limit → value too large.
  */
 
-// Command codes index the tables below and the metrics arrays.
+// Command codes index the tables below and the metrics arrays: a command's code is its
+// row in COMMAND_TABLE (test/command-table.test.ts checks these constants against it).
 export const SET = 0;
 export const GET = 1;
 export const DELETE = 2;
@@ -27,9 +29,9 @@ export const TTL = 8;
 export const STATS = 9;
 export const UNKNOWN = 10;
 
-/** The `command` metric label of each code (upper-case name, or UNKNOWN). */
-export const COMMAND_NAMES = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'UNKNOWN'] as const;
-export type CommandName = (typeof COMMAND_NAMES)[number];
+/** The `command` metric label of each code (upper-case name, or UNKNOWN): the command table's names. */
+export const COMMAND_NAMES = [...COMMAND_TABLE.map((c) => c.name), 'UNKNOWN'] as const;
+export type CommandName = KnownCommandName | 'UNKNOWN';
 
 // Parse error codes; 0 means the line is a well-formed command.
 export const OK = 0;
