@@ -1,9 +1,9 @@
 // Resident memory per key: 1,000,000 keys loaded into a fresh store and a fresh Redis,
 // RSS after loading minus RSS of the empty process.
 import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { StoreConnection } from '../services/client/index.ts';
-import { kvBench, startRedis, startStore, type Server } from './bench-processes.ts';
+import { seriesValues } from '../test/helpers/exposition.ts';
+import { kvBench, redisCommand, startRedis, startStore, type Server } from './bench-processes.ts';
 import type { Settings } from './bench-settings.ts';
 
 /** Resident set size of a process in bytes (Linux /proc), or undefined elsewhere. */
@@ -17,28 +17,7 @@ function procRss(pid: number): number | undefined {
 }
 
 async function storeMetricRss(server: Server): Promise<number | undefined> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  const m = /^process_resident_memory_bytes (\d+)/m.exec(text);
-  return m ? Number(m[1]) : undefined;
-}
-
-/** One RESP inline command on a fresh connection; resolves with the raw reply text. */
-function redisCommand(port: number, command: string): Promise<string> {
-  return new Promise((resolveReply, reject) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    let reply = '';
-    socket.on('connect', () => socket.write(`${command}\r\n`));
-    socket.on('data', (c: Buffer) => {
-      reply += c.toString();
-      const m = /^\$(\d+)\r\n/.exec(reply);
-      const complete = m ? reply.length >= m[0].length + Number(m[1]) + 2 : reply.includes('\r\n');
-      if (complete) {
-        socket.destroy();
-        resolveReply(reply);
-      }
-    });
-    socket.on('error', reject);
-  });
+  return seriesValues(await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text()).get('process_resident_memory_bytes');
 }
 
 async function redisRss(server: Server): Promise<{ rss: number; method: string }> {

@@ -2,6 +2,7 @@
 // generators (kv bench, kvload, bench/http-bench.ts). Each runs in its own process group
 // (spawned detached), so killing the group also takes down what it started itself.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
 import { freePort } from '../services/shared/free-port.ts';
@@ -114,15 +115,21 @@ export interface StoreRun {
   readonly result: BenchResult | LoadFigures;
 }
 
-/** Runs `kv bench ... --json` as a child process (its progress bar goes to our stderr). */
-export async function kvBench(args: string[]): Promise<StoreRun> {
-  const full = ['bin/kv.js', 'bench', ...args, '--json'];
-  const child = spawn(process.execPath, full, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+/** Runs a load generator to its end (its stderr is ours), killed with the others on exit; resolves with its exit code and stdout. */
+async function runToEnd(command: string, args: readonly string[]): Promise<{ code: number | null; out: string }> {
+  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
   children.add(child);
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
   children.delete(child);
+  return { code, out };
+}
+
+/** Runs `kv bench ... --json` as a child process (its progress bar goes to our stderr). */
+export async function kvBench(args: string[]): Promise<StoreRun> {
+  const full = ['bin/kv.js', 'bench', ...args, '--json'];
+  const { code, out } = await runToEnd(process.execPath, full);
   const command = shellLine({}, 'node', full);
   let parsed: (BenchResult & { ok: boolean; error?: string }) | undefined;
   try {
@@ -146,12 +153,7 @@ export interface HttpRun {
  */
 export async function httpBench(s: Settings): Promise<HttpRun> {
   const args = ['bench/http-bench.ts', '--duration', String(s.duration), '--warmup', String(s.warmup), '--connections', String(s.connections), '--rounds', String(s.rounds), '--json'];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  children.delete(child);
+  const { code, out } = await runToEnd(process.execPath, args);
   const command = shellLine({}, 'node', args);
   try {
     return { command, report: JSON.parse(out) as HttpBenchReport };
@@ -173,12 +175,7 @@ export interface LoadFigures {
  * project: --kvload <path>); its last stdout line is a JSON object of results.
  */
 export async function kvloadRun(binary: string, args: string[]): Promise<{ command: string; result: LoadFigures }> {
-  const child = spawn(binary, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  children.delete(child);
+  const { code, out } = await runToEnd(binary, args);
   const command = shellLine({}, 'kvload', args);
   const last = out.trim().split('\n').at(-1) ?? '';
   let r: Record<string, number>;
@@ -192,4 +189,23 @@ export async function kvloadRun(binary: string, args: string[]): Promise<{ comma
     command,
     result: { opsPerSec: r.ops_per_sec!, latencyMs: { p50: r.p50_us! / 1000, p99: r.p99_us! / 1000, p999: r.p999_us! / 1000 }, errors: r.errors!, wrongReplies: 0 },
   };
+}
+
+/** One RESP inline command to Redis on a fresh connection; resolves with the raw reply text. */
+export function redisCommand(port: number, command: string): Promise<string> {
+  return new Promise((resolveReply, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let reply = '';
+    socket.on('connect', () => socket.write(`${command}\r\n`));
+    socket.on('data', (c: Buffer) => {
+      reply += c.toString();
+      const m = /^\$(\d+)\r\n/.exec(reply);
+      const complete = m ? reply.length >= m[0].length + Number(m[1]) + 2 : reply.includes('\r\n');
+      if (complete) {
+        socket.destroy();
+        resolveReply(reply);
+      }
+    });
+    socket.on('error', reject);
+  });
 }

@@ -19,15 +19,17 @@
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, connect, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { freePort } from '../services/shared/free-port.ts';
+import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const nowMs = (): number => performance.timeOrigin + performance.now();
@@ -151,49 +153,37 @@ interface Target {
   readonly saves: () => number;
 }
 
-function startStore(snapshots = false): Promise<Target> {
+async function startStore(snapshots = false): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'growth-stall-'));
   const env: Record<string, string> = snapshots ? { STORE_SNAPSHOT_PATH: join(dir, 'store.snapshot'), STORE_SNAPSHOT_INTERVAL_S: '1' } : {};
-  const child = spawn(process.execPath, ['services/store/main.ts'], {
-    cwd: root,
-    env: { ...process.env, STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(16 * 1024 ** 3), LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   let saves = 0;
-  return new Promise((resolve, reject) => {
-    let partial = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      partial += c.toString();
-      for (let lf = partial.indexOf('\n'); lf !== -1; lf = partial.indexOf('\n')) {
-        const line = partial.slice(0, lf);
-        partial = partial.slice(lf + 1);
-        if (line.includes('"snapshot saved"')) saves++;
-        if (line.includes('"kvstore ready"')) resolve({ child, port: (JSON.parse(line) as { port: number }).port, redis: false, saves: () => saves });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`store exited (${code}) before it was ready`)));
+  const p = await spawnUntilReady({
+    label: 'the store',
+    command: process.execPath,
+    args: ['services/store/main.ts'],
+    cwd: root,
+    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(16 * 1024 ** 3), LOG_LEVEL: 'info', ...env },
+    ready: jsonLineWithMsg('kvstore ready'),
+    onLine: (line) => void (line.includes('"snapshot saved"') && saves++),
   });
+  p.child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return { child: p.child, port: p.ready.port as number, redis: false, saves: () => saves };
 }
 
 async function startRedis(snapshots = false): Promise<Target> {
-  const probe = createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const port = (probe.address() as { port: number }).port;
-  probe.close();
+  const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'growth-stall-redis-'));
   const save = snapshots ? ['--save', '1 1', '--dir', dir] : ['--save', ''];
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...save, '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   let saves = 0;
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      const text = c.toString();
-      saves += text.split('Background saving terminated with success').length - 1;
-      if (text.includes('Ready to accept connections')) resolve({ child, port, redis: true, saves: () => saves });
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited (${code}) before it was ready`)));
+  const p = await spawnUntilReady({
+    label: 'redis-server',
+    command: 'redis-server',
+    args: ['--port', String(port), '--bind', '127.0.0.1', ...save, '--appendonly', 'no'],
+    ready: (line) => (line.includes('Ready to accept connections') ? true : undefined),
+    onLine: (line) => void (line.includes('Background saving terminated with success') && saves++),
   });
+  p.child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return { child: p.child, port, redis: true, saves: () => saves };
 }
 
 async function open(port: number): Promise<Socket> {

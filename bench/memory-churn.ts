@@ -16,11 +16,13 @@
 // 5% DELETE on random keys), delete-all (a DELETE for every key of the keyspace), then
 // --settle-ms of idleness. Prints RSS over time, the peak RSS against the cap, and RSS
 // right after the delete-all and after settling.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { seriesValues } from '../test/helpers/exposition.ts';
+import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const MiB = 1024 * 1024;
@@ -95,59 +97,20 @@ interface StoreChild {
   kill(): void;
 }
 
-function startStore(env: Record<string, string>): Promise<StoreChild> {
-  const child = spawn(process.execPath, ['services/store/main.ts'], {
+async function startStore(env: Record<string, string>): Promise<StoreChild> {
+  const p = await spawnUntilReady({
+    label: 'the store',
+    command: process.execPath,
+    args: ['services/store/main.ts'],
     cwd: root,
-    env: { ...process.env, STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
+    ready: jsonLineWithMsg('kvstore ready'),
   });
-  let exited = false;
-  child.once('exit', () => (exited = true));
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-  return new Promise((resolve, reject) => {
-    let partial = '';
-    let ready = false;
-    child.on('error', reject);
-    child.once('exit', () => {
-      if (!ready) reject(new Error(`the store exited before it was ready:\n${stderr}`));
-    });
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (ready) return;
-      partial += chunk.toString();
-      let lf: number;
-      while (!ready && (lf = partial.indexOf('\n')) !== -1) {
-        const line = partial.slice(0, lf);
-        partial = partial.slice(lf + 1);
-        let entry: { msg?: string; port?: number; metricsPort?: number };
-        try {
-          entry = JSON.parse(line) as typeof entry;
-        } catch {
-          continue;
-        }
-        if (entry.msg !== 'kvstore ready') continue;
-        ready = true;
-        resolve({
-          child,
-          port: entry.port!,
-          metricsPort: entry.metricsPort!,
-          alive: () => !exited,
-          kill: () => void (exited || child.kill('SIGKILL')),
-        });
-      }
-    });
-  });
+  return { child: p.child, port: p.ready.port as number, metricsPort: p.ready.metricsPort as number, alive: p.alive, kill: p.kill };
 }
 
 async function scrape(port: number): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line === '') continue;
-    const sp = line.lastIndexOf(' ');
-    out.set(line.slice(0, sp), Number(line.slice(sp + 1)));
-  }
-  return out;
+  return seriesValues(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
 }
 
 /** A pipelining line client that counts replies and errors, nothing else. */

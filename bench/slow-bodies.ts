@@ -9,10 +9,11 @@
 //
 // The store and the backend run as child processes (ports chosen by the OS), killed at
 // the end. KVSTACK_ROOT runs another checkout's services (to compare with an older one).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { seriesValues } from '../test/helpers/exposition.ts';
+import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
 
 const root = process.env.KVSTACK_ROOT ?? fileURLToPath(new URL('../', import.meta.url));
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '500' } } });
@@ -20,32 +21,17 @@ const connections = Number(values.connections);
 const VALUE_BYTES = 1024 * 1024;
 const HELD_BACK = 1024; // the bytes never sent
 
-const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+const children: ReadyProcess<Record<string, unknown>>[] = [];
+process.on('exit', () => children.forEach((c) => c.kill()));
 
-function start(script: string, env: Record<string, string>, readyMsg: string): Promise<Record<string, unknown>> {
-  const child = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let partial = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      partial += c.toString();
-      for (let lf; (lf = partial.indexOf('\n')) !== -1; partial = partial.slice(lf + 1)) {
-        try {
-          const line = JSON.parse(partial.slice(0, lf)) as Record<string, unknown>;
-          if (line.msg === readyMsg) resolve(line);
-        } catch {
-          // not a log line
-        }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-  });
+async function start(script: string, env: Record<string, string>, readyMsg: string): Promise<Record<string, unknown>> {
+  const p = await spawnUntilReady({ label: script, command: process.execPath, args: [script], cwd: root, env, ready: jsonLineWithMsg(readyMsg) });
+  children.push(p);
+  return p.ready;
 }
 
 async function rssOf(metricsPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  return Number(/^process_resident_memory_bytes (\S+)$/m.exec(text)![1]);
+  return seriesValues(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).get('process_resident_memory_bytes')!;
 }
 
 const store = await start('services/store/main.ts', { STORE_HOST: '127.0.0.1', STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' }, 'kvstore ready');

@@ -8,13 +8,12 @@
 //   node bench/snapshot-bench.ts [--keys n] [--value-size b] [--rounds n] [--no-redis]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 import { jsonLineWithMsg, parseJsonLine, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
-import { kvBench, root } from './bench-processes.ts';
+import { kvBench, redisCommand, root } from './bench-processes.ts';
 import { median } from './median.ts';
 
 interface Round {
@@ -80,22 +79,6 @@ async function kvstackRound(): Promise<Round> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function redisCommand(port: number, command: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    let reply = '';
-    socket.on('connect', () => socket.write(`${command}\r\n`));
-    socket.on('data', (c: Buffer) => {
-      reply += c.toString();
-      if (reply.includes('\r\n')) {
-        socket.destroy();
-        resolve(reply);
-      }
-    });
-    socket.on('error', reject);
-  });
 }
 
 async function startRedis(dir: string, port: number, lines: string[]): Promise<ReadyProcess<true>> {
