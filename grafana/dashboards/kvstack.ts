@@ -205,6 +205,18 @@ export default dashboard({
         ],
       }),
       timeseries({
+        title: 'Clients held back and cut off/s',
+        description:
+          'Connections that stopped running their pipelined commands to let others run (kvstore_connection_yields_total: reply_bound at 64 KiB of unsent replies, command_budget after 256 commands in a turn), and connections closed because the client took none of its replies for OUTPUT_STALL_TIMEOUT_MS (KvStoreOutputLimitDisconnects).',
+        unit: 'cps',
+        width: 8,
+        min: 0,
+        queries: [
+          query(`sum by (reason) (${rate('kvstore_connection_yields_total')})`, 'held back: {{reason}}'),
+          query(`sum(${rate('kvstore_output_limit_disconnects_total')})`, 'cut off'),
+        ],
+      }),
+      timeseries({
         title: 'Protocol errors/s by reason',
         description: 'Malformed or refused lines (kvstore_protocol_errors_total): invalid keys, unknown commands, over-long lines, …',
         unit: 'cps',

@@ -175,7 +175,23 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     intervalMs: deps.monitorIntervalMs,
   });
   const shardList = config.store.map((s) => (s.name === s.address ? s.name : `${s.name}=${s.address}`));
-  logger.info({ port, metricsPort, host: config.host, store: shardList.join(','), shards: shardList.length, poolSize: config.storePoolSize }, 'kvbackend ready');
+  logger.info(
+    {
+      port,
+      metricsPort,
+      host: config.host,
+      store: shardList.join(','),
+      shards: shardList.length,
+      poolSize: config.storePoolSize,
+      storeTimeoutMs: config.storeTimeoutMs,
+      shardEjectAfter: config.shardEjectAfter,
+      shardRetryMs: config.shardRetryMs,
+      bodyTimeoutMs: config.bodyTimeoutMs,
+      bodyBufferBytes: config.bodyBufferBytes,
+      shutdownDelayMs: config.shutdownDelayMs,
+    },
+    'kvbackend ready',
+  );
 
   let closed: Promise<void> | undefined;
   let delayTimer: NodeJS.Timeout | undefined;

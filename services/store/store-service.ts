@@ -167,6 +167,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       maxValueBytes: config.maxValueBytes,
       snapshotPath: config.snapshotPath || undefined,
       snapshotIntervalS: config.snapshotIntervalS,
+      snapshotRequired: config.snapshotRequired,
       keys: engine.keyCount,
     },
     'kvstore ready',
