@@ -16,6 +16,13 @@ export function fmix32(h: number): number {
   return h >>> 0;
 }
 
+/** murmur3's scramble of one 32-bit block (k1 in the reference). */
+const scramble = (k: number): number => Math.imul(rotl(Math.imul(k, C1), 15), C2);
+const rotl = (x: number, r: number): number => (x << r) | (x >>> (32 - r));
+
+/** One whole block into the state. */
+const mixBlock = (h: number, k: number): number => (Math.imul(rotl(h ^ scramble(k), 13), 5) + 0xe6546b64) | 0;
+
 /** MurmurHash3_x86_32 of bytes[start, end) with a 32-bit seed; blocks are read little-endian. Unsigned result. */
 export function murmur3_32(bytes: Uint8Array, start = 0, end = bytes.length, seed = 0): number {
   let h = seed | 0;
@@ -24,12 +31,7 @@ export function murmur3_32(bytes: Uint8Array, start = 0, end = bytes.length, see
   let i = start;
   for (; i < blocksEnd; i += 4) {
     let k = bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+    h = mixBlock(h, k);
   }
   const tail = len & 3;
   if (tail > 0) {
@@ -37,10 +39,7 @@ export function murmur3_32(bytes: Uint8Array, start = 0, end = bytes.length, see
     if (tail === 3) k ^= bytes[i + 2]! << 16;
     if (tail >= 2) k ^= bytes[i + 1]! << 8;
     k ^= bytes[i]!;
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
+    h ^= scramble(k);
   }
   return fmix32(h ^ len);
 }
@@ -63,12 +62,7 @@ export function murmur3_32Utf8(text: string, seed = 0): number {
     const c3 = text.charCodeAt(i + 3);
     if ((c0 | c1 | c2 | c3) >= 0x80) return murmur3_32Utf8Encoded(text, seed);
     let k = c0 | (c1 << 8) | (c2 << 16) | (c3 << 24);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+    h = mixBlock(h, k);
   }
   const tail = len & 3;
   if (tail > 0) {
@@ -88,10 +82,7 @@ export function murmur3_32Utf8(text: string, seed = 0): number {
     any |= c;
     if (any >= 0x80) return murmur3_32Utf8Encoded(text, seed);
     k ^= c;
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
+    h ^= scramble(k);
   }
   return fmix32(h ^ len);
 }
@@ -136,22 +127,14 @@ function murmur3_32Utf8Encoded(text: string, seed: number): number {
       k |= (bytes & 0xff) << (filled * 8);
       bytes >>>= 8;
       if (++filled === 4) {
-        k = Math.imul(k, C1);
-        k = (k << 15) | (k >>> 17);
-        k = Math.imul(k, C2);
-        h ^= k;
-        h = (h << 13) | (h >>> 19);
-        h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+        h = mixBlock(h, k);
         k = 0;
         filled = 0;
       }
     }
   }
   if (filled > 0) {
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
+    h ^= scramble(k);
   }
   return fmix32(h ^ len);
 }
