@@ -212,6 +212,10 @@ describe('periodic snapshots while serving', () => {
       i % 3 === 0 ? `SET key-${i * 16} changed ${i}` : i % 3 === 1 ? `DELETE key-${i * 16}` : `SET new-${i} fresh`,
     );
     const saved = store.service.periodicSnapshots!.runNow();
+    // The point in time is the call, not the moment the file opens: a change made right
+    // after it, before any await, is not in the snapshot.
+    expect(engine.delete('key-1')).toBe(true);
+    engine.setBytes('key-2', Buffer.from('later'), 0, 5);
     c.socket.write(racing.join('\n') + '\n');
     let repliesBeforeDone = -1;
     void saved.then(() => (repliesBeforeDone = c.received.length));

@@ -135,13 +135,17 @@ export async function saveSnapshot(ctx: SnapshotContext, engine: KvEngine, optio
   let writer: SnapshotFileWriter | undefined;
   let walk: SnapshotWalk | undefined;
   try {
-    writer = await SnapshotFileWriter.create(path, ctx.fs ?? nodeFileSystem);
-    const w = writer;
+    // The walk begins before the first await, so the point in time is this call, not the
+    // moment the file opens: chunks made meanwhile (commands preserving records) wait here.
+    const early: Buffer[] = [];
     const startedAtMs = wallNow();
-    const encoder = new SnapshotEncoder((chunk) => w.write(chunk), startedAtMs);
+    const encoder = new SnapshotEncoder((chunk) => (writer === undefined ? early.push(chunk) : writer.write(chunk)), startedAtMs);
     // Expiry goes to wall-clock time through the pair of clocks read at the point in time.
     const toWall = (expiresAt: number): number => (expiresAt === 0 ? 0 : startedAtMs + (expiresAt - walk!.startedAt));
     walk = engine.beginSnapshot((src, ks, ke, vs, ve, expiresAt) => encoder.record(src, ks, ke, vs, ve, toWall(expiresAt)));
+    const w = await SnapshotFileWriter.create(path, ctx.fs ?? nodeFileSystem);
+    writer = w;
+    for (const chunk of early.splice(0)) w.write(chunk);
     let more = true;
     while (more) {
       const sliceEnd = sliceMs === undefined ? Infinity : performance.now() + sliceMs;
