@@ -72,7 +72,8 @@ export class SnapshotFileWriter {
     return this.#error !== undefined;
   }
 
-  write(chunk: Buffer): void {
+  /** Queues `chunk`; `written` is called with it once its bytes are on their way to disk (to reuse it). */
+  write(chunk: Buffer, written?: (chunk: Buffer) => void): void {
     if (this.#done) throw new Error('snapshot writer already committed or aborted');
     this.#queuedBytes += chunk.length;
     this.#queue = this.#queue.then(async () => {
@@ -85,6 +86,7 @@ export class SnapshotFileWriter {
           at += bytesWritten;
         }
         this.#written += chunk.length;
+        written?.(chunk);
       } catch (err) {
         this.#error = err;
       }

@@ -139,13 +139,14 @@ export async function saveSnapshot(ctx: SnapshotContext, engine: KvEngine, optio
     // moment the file opens: chunks made meanwhile (commands preserving records) wait here.
     const early: Buffer[] = [];
     const startedAtMs = wallNow();
-    const encoder = new SnapshotEncoder((chunk) => (writer === undefined ? early.push(chunk) : writer.write(chunk)), startedAtMs);
+    const recycle = (chunk: Buffer): void => encoder.recycle(chunk);
+    const encoder = new SnapshotEncoder((chunk) => (writer === undefined ? early.push(chunk) : writer.write(chunk, recycle)), startedAtMs);
     // Expiry goes to wall-clock time through the pair of clocks read at the point in time.
     const toWall = (expiresAt: number): number => (expiresAt === 0 ? 0 : startedAtMs + (expiresAt - walk!.startedAt));
     walk = engine.beginSnapshot((src, ks, ke, vs, ve, expiresAt) => encoder.record(src, ks, ke, vs, ve, toWall(expiresAt)));
     const w = await SnapshotFileWriter.create(path, ctx.fs ?? nodeFileSystem);
     writer = w;
-    for (const chunk of early.splice(0)) w.write(chunk);
+    for (const chunk of early.splice(0)) w.write(chunk, recycle);
     let more = true;
     while (more) {
       const sliceEnd = sliceMs === undefined ? Infinity : performance.now() + sliceMs;
