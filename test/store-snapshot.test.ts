@@ -233,7 +233,7 @@ describe('periodic snapshots while serving', () => {
 
   it('reuses its chunk buffers once written, instead of allocating one per chunk', async () => {
     const path = freshPath();
-    const written: Buffer[] = [];
+    const written: Uint8Array[] = [];
     const recording: SnapshotFileSystem = {
       ...nodeFileSystem,
       async open(p, flags) {
