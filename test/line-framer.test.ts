@@ -151,6 +151,20 @@ describe('LineFramer: append() and deliver(n), the consumer pulling lines', () =
     expect(framer.deliver(5)).toBe(0);
   });
 
+  it('ownHeldInput() copies what it holds, so the appended buffers may be overwritten', () => {
+    const { framer, out } = pullFramer(100);
+    const shared = b('one\ntwo\nthr');
+    framer.append(shared);
+    framer.append(b('more\n')); // a later chunk held behind the first
+    expect(framer.deliver(1)).toBe(1);
+    framer.ownHeldInput();
+    shared.fill(0x21); // the next read into the same buffer
+    expect(framer.deliver(10)).toBe(2);
+    expect(out.lines).toEqual(['one', 'two', 'thrmore']);
+    framer.ownHeldInput(); // nothing held: nothing to do
+    expect(framer.hasUnframedInput).toBe(false);
+  });
+
   it('stops after a line the sink answers false to, and resumes from the next one', () => {
     const { framer, out } = pullFramer(100, (line) => line === 'stop');
     framer.append(b('x\nstop\ny\n'));

@@ -109,6 +109,17 @@ export class LineFramer {
     return delivered;
   }
 
+  /**
+   * Copies the input still held, so the caller may reuse the buffers it appended (a
+   * socket reading into one shared buffer). Costs nothing when everything was framed.
+   */
+  ownHeldInput(): void {
+    if (this.#chunk === null) return;
+    this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos));
+    this.#pos = 0;
+    for (let i = 0; i < this.#queued.length; i++) this.#queued[i] = Buffer.from(this.#queued[i]!);
+  }
+
   /** Stops delivering lines (the rest of the stream is dropped), e.g. after QUIT. */
   stop(): void {
     this.#stopped = true;

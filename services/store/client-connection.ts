@@ -55,6 +55,8 @@ export interface ConnectionFlow {
   readonly paused: boolean;
   /** The socket's idle time-out in ms; 0 = none. */
   readonly idleTimeoutMs: number;
+  /** Its reads land in the server's shared buffer (else in a buffer per read, Node's way). */
+  readonly sharedReads: boolean;
 }
 
 /**
@@ -77,15 +79,17 @@ export class ClientConnection implements TurnWork {
   #stallSince = 0;
   #stallUnsent = 0;
 
-  constructor(socket: Socket, context: ConnectionContext) {
+  readonly #sharedReads: boolean;
+
+  constructor(socket: Socket, context: ConnectionContext, sharedReads: boolean) {
     this.socket = socket;
+    this.#sharedReads = sharedReads;
     this.#ctx = context;
     this.#replies = new ReplyBuffer(context.replyPool);
     this.#framer = new LineFramer(context.maxLineBytes, {
       onLine: (buf, start, end) => this.#onLine(buf, start, end),
       onOverflow: () => this.#onOverflow(),
     });
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.#pump());
     // The client is done sending (half-close): answer everything it sent, then end.
     socket.on('end', () => this.shutdown());
@@ -93,7 +97,7 @@ export class ClientConnection implements TurnWork {
 
   get flow(): ConnectionFlow {
     const s = this.socket;
-    return { bytesRead: s.bytesRead, bytesWritten: s.bytesWritten, writableLength: s.writableLength, paused: s.isPaused(), idleTimeoutMs: s.timeout ?? 0 };
+    return { bytesRead: s.bytesRead, bytesWritten: s.bytesWritten, writableLength: s.writableLength, paused: s.isPaused(), idleTimeoutMs: s.timeout ?? 0, sharedReads: this.#sharedReads };
   }
 
   /**
@@ -149,11 +153,16 @@ export class ClientConnection implements TurnWork {
     this.#pump();
   }
 
-  #onData(chunk: Buffer): void {
-    this.#ctx.metrics.receivedBytes += chunk.length;
+  /**
+   * Input read from the socket: bytes buf[0, n), which may be reused once this returns
+   * (the server reads every socket into one buffer), so what is held is copied.
+   */
+  receive(buf: Buffer, n: number): void {
+    this.#ctx.metrics.receivedBytes += n;
     if (this.#state !== OPEN) return; // after QUIT, an over-long line or shutdown the rest is read and dropped
-    this.#framer.append(chunk);
+    this.#framer.append(buf.subarray(0, n));
     this.#pump();
+    this.#framer.ownHeldInput();
   }
 
   /** Runs held lines within the turn's budget and the reply bound. */

@@ -4,6 +4,7 @@ import type { Logger } from '../shared/logger.ts';
 import { ClientConnection, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
+import { SharedReadBuffer } from './shared-read-buffer.ts';
 import type { StoreEngine } from './store-engine.ts';
 import type { StoreMetrics } from './store-metrics.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
@@ -47,8 +48,10 @@ export class StoreServer {
   /** Every socket, refused ones included, so destroy() leaves none behind. */
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = performance.now();
+  readonly #reads = new SharedReadBuffer();
   readonly #stallCheck: NodeJS.Timeout | undefined;
   #closing = false;
+  #warnedReads = false;
   #onAllClosed: (() => void) | undefined;
 
   constructor(options: StoreServerOptions) {
@@ -64,7 +67,9 @@ export class StoreServer {
     };
     // allowHalfOpen: a client's FIN must not end our side before the replies to what it
     // sent are written (they may be held back); ClientConnection ends it.
-    this.server = createServer({ noDelay: true, allowHalfOpen: true }, (socket) => this.#accept(socket));
+    // pauseOnConnect: an accepted socket must not read before its handle moves to the
+    // socket that reads into the shared buffer (see SharedReadBuffer).
+    this.server = createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.#accept(socket));
     this.server.on('error', (err) => options.logger.error({ err }, 'store listener error'));
     const stall = options.outputStallTimeoutMs;
     if (stall > 0) {
@@ -86,8 +91,11 @@ export class StoreServer {
     return listen(this.server, port, host);
   }
 
-  #accept(socket: Socket): void {
+  #accept(accepted: Socket): void {
     const { logger, maxConnections, idleTimeoutMs } = this.options;
+    let connection: ClientConnection | undefined;
+    const adopted = this.#reads.adopt(accepted, (buf, n) => connection!.receive(buf, n), { allowHalfOpen: true });
+    const socket = adopted ?? accepted.resume();
     socket.on('error', (err) => logger.debug({ err: err.message, remote: socket.remoteAddress }, 'client socket error'));
     this.#sockets.add(socket);
     socket.on('close', () => this.#sockets.delete(socket));
@@ -104,7 +112,13 @@ export class StoreServer {
       return;
     }
     this.metrics.connectionsTotal++;
-    const connection = new ClientConnection(socket, this.#context);
+    connection = new ClientConnection(socket, this.#context, adopted !== undefined);
+    if (adopted === undefined) {
+      const c = connection;
+      socket.on('data', (chunk: Buffer) => c.receive(chunk, chunk.length));
+      if (!this.#warnedReads) logger.warn({ node: process.version }, 'shared read buffer unavailable on this Node version: reading with a buffer per read');
+      this.#warnedReads = true;
+    }
     this.#connections.add(connection);
     socket.on('close', () => {
       this.#connections.delete(connection);
