@@ -1,7 +1,7 @@
 // Stalls the store makes its clients see while it grows, and while it sweeps an expiry storm.
 //
 //   node bench/growth-stall.ts [--mode load|storm] [--keys N] [--value-bytes 100]
-//        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|both]
+//        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
@@ -15,7 +15,8 @@
 //   --mode snapshot  periodic snapshots under load (kvstack: STORE_SNAPSHOT_INTERVAL_S=1;
 //                 Redis: `save 1 1`, a forked BGSAVE every second): loads the keys (default
 //                 1,000,000), then overwrites them all again while saves run; reports the
-//                 worst PING of that phase and how many saves completed in it.
+//                 worst PING of that phase and how many saves completed in it. With
+//                 --target both, also the store under the same load without saves.
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|both]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both]');
     return;
   }
   const mode = opts.mode;
@@ -128,12 +129,15 @@ async function main(): Promise<void> {
     conns: count('conns', opts.conns),
     batch: count('batch', opts.batch),
   };
-  const targets = opts.target === 'both' ? ['kvstack', 'redis'] : [opts.target];
+  // In snapshot mode `both` also runs the store without saves under the same load: what
+  // the saves add is the difference, the rest is the store's own (collections, scheduling).
+  const all = mode === 'snapshot' ? ['kvstack', 'kvstack-no-saves', 'redis'] : ['kvstack', 'redis'];
+  const targets = opts.target === 'both' ? all : [opts.target];
   for (const t of targets) {
-    if (t !== 'kvstack' && t !== 'redis') throw new Error('--target must be kvstack, redis or both');
+    if (!all.includes(t)) throw new Error(`--target must be ${all.join(', ')} or both`);
     if (t === 'redis' && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) throw new Error('redis-server is not on PATH');
-    const snapshots = mode === 'snapshot';
-    const server = t === 'kvstack' ? await startStore(snapshots) : await startRedis(snapshots);
+    const snapshots = mode === 'snapshot' && t !== 'kvstack-no-saves';
+    const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots);
     try {
       const result = await measure(server, settings);
       console.log(JSON.stringify({ target: t, ...settings, ...result }));
