@@ -20,7 +20,7 @@ import {
   parseCommand,
 } from '../services/protocol/command-parser.ts';
 import { LineFramer } from '../services/protocol/line-framer.ts';
-import { lineBound } from '../services/shared/config.ts';
+import { lineBound } from '../services/protocol/limits.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { startTestStore } from './helpers/store-harness.ts';

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { StoreCommands } from '../client/store-commands.ts';
+import { isValidTtlSeconds } from '../protocol/limits.ts';
 import type { Logger } from '../shared/logger.ts';
 import { assignRequestId, createAccessLog } from './access-log.ts';
 import type { BackendMetrics } from './backend-metrics.ts';
@@ -31,7 +32,6 @@ export interface BackendAppOptions {
 const TEXT = 'text/plain; charset=utf-8';
 const LF = 0x0a;
 const CR = 0x0d;
-const MAX_TTL = 1_000_000_000;
 
 /** `?ttl=` of a PUT/POST: undefined when absent, NaN when malformed or out of range. */
 function ttlFromUrl(url: string): number | undefined {
@@ -41,7 +41,7 @@ function ttlFromUrl(url: string): number | undefined {
   if (values.length === 0) return undefined;
   if (values.length > 1 || !/^\d{1,20}$/.test(values[0]!)) return NaN;
   const seconds = Number(values[0]);
-  return seconds >= 1 && seconds <= MAX_TTL ? seconds : NaN;
+  return isValidTtlSeconds(seconds) ? seconds : NaN;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { StoreArgumentError, StoreProtocolError, StoreReplyError, StoreTimeoutError, StoreUnavailableError } from '../client/errors.ts';
 
 /** A fixed error reply: status and a short plain-text body (never a stack trace). */
@@ -11,8 +12,8 @@ const reply = (status: number, text: string): ErrorReply => Object.freeze({ stat
 /** Every error the backend answers with (SPEC §2), in one place. */
 export const errorReplies = Object.freeze({
   missingKey: reply(400, 'missing key: the key is the first path segment, as in /my-key'),
-  invalidKey: reply(400, 'invalid key: 1 to 250 bytes of UTF-8 after percent-decoding, no spaces or control characters'),
-  invalidTtl: reply(400, 'invalid ttl: expected whole seconds from 1 to 1000000000'),
+  invalidKey: reply(400, `invalid key: 1 to ${MAX_KEY_BYTES} bytes of UTF-8 after percent-decoding, no spaces or control characters`),
+  invalidTtl: reply(400, `invalid ttl: expected whole seconds from 1 to ${MAX_TTL_SECONDS}`),
   lineBreakInValue: reply(400, 'invalid value: the body cannot contain CR or LF'),
   notFound: reply(404, 'not found'),
   methodNotAllowed: reply(405, 'method not allowed'),

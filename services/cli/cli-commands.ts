@@ -1,4 +1,5 @@
 import type { StoreCommands } from '../client/store-commands.ts';
+import { isValidTtlSeconds, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { NOT_FOUND_JSON, statsJson, valueJson, type ReplyJson } from './reply-json.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -37,9 +38,9 @@ function notFound(key: string): CommandOutcome {
 }
 
 function seconds(raw: string): number {
-  // Same rule as the store (decimal digits only, 1 to 10^9), checked before connecting.
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1e9) {
-    throw new UsageError(`seconds must be an integer from 1 to 1000000000, got ${JSON.stringify(raw)}`);
+  // Same rule as the store (decimal digits only, 1 to MAX_TTL_SECONDS), checked before connecting.
+  if (!/^\d+$/.test(raw) || !isValidTtlSeconds(Number(raw))) {
+    throw new UsageError(`seconds must be an integer from 1 to ${MAX_TTL_SECONDS}, got ${JSON.stringify(raw)}`);
   }
   return Number(raw);
 }
@@ -98,7 +99,7 @@ export const cliCommands: readonly CliCommand[] = [
     aliases: [],
     synopsis: 'setex <key> <seconds> <value...>',
     summary: 'store a value with a time to live',
-    details: 'As `set`, with a time to live of 1 to 1000000000 seconds.',
+    details: `As \`set\`, with a time to live of 1 to ${MAX_TTL_SECONDS} seconds.`,
     minArgs: 3,
     maxArgs: Infinity,
     target: 'key',

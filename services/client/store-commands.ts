@@ -1,4 +1,5 @@
 import { isValidKey } from '../protocol/key-rules.ts';
+import { isValidTtlSeconds, MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { StoreArgumentError, StoreProtocolError, StoreReplyError } from './errors.ts';
 
 /** A request's payload: the line without its LF (a Buffer when the value is binary). */
@@ -16,7 +17,7 @@ const CR = 0x0d;
 
 function checkKey(key: string): StoreArgumentError | undefined {
   // A key with a space or a line break would split into extra arguments or commands.
-  if (!isValidKey(key)) return new StoreArgumentError('invalid_key', 'invalid key: 1 to 250 bytes of UTF-8, no spaces or control characters');
+  if (!isValidKey(key)) return new StoreArgumentError('invalid_key', `invalid key: 1 to ${MAX_KEY_BYTES} bytes of UTF-8, no spaces or control characters`);
   return undefined;
 }
 
@@ -29,7 +30,7 @@ function checkValue(value: Buffer): StoreArgumentError | undefined {
 }
 
 function checkSeconds(seconds: number): StoreArgumentError | undefined {
-  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 1e9) return new StoreArgumentError('invalid_seconds', 'seconds must be an integer from 1 to 1000000000');
+  if (!isValidTtlSeconds(seconds)) return new StoreArgumentError('invalid_seconds', `seconds must be an integer from 1 to ${MAX_TTL_SECONDS}`);
   return undefined;
 }
 

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { dirname } from 'node:path';
+import { LINE_ROOM_BYTES } from '../protocol/limits.ts';
 import { parseStoreList } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
@@ -106,7 +107,7 @@ const logLevel = oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'tra
 export const commonSettings = {
   logLevel: { env: 'LOG_LEVEL', default: 'info', description: 'pino log level: fatal, error, warn, info, debug, trace or silent.', parse: logLevel },
   // At least 1: a store that can hold only empty values is a typo, not a choice.
-  maxValueBytes: { env: 'MAX_VALUE_BYTES', default: '1048576', description: 'Largest value accepted, in bytes (1 to 536870912). The store\'s line bound is this plus 512; the backend answers 413 above it.', parse: integer(1, 512 * 1024 * 1024) },
+  maxValueBytes: { env: 'MAX_VALUE_BYTES', default: '1048576', description: `Largest value accepted, in bytes (1 to 536870912). The store's line bound is this plus ${LINE_ROOM_BYTES}; the backend answers 413 above it.`, parse: integer(1, 512 * 1024 * 1024) },
 } satisfies Record<string, Setting<unknown>>;
 
 export const storeSettings = {
@@ -223,5 +224,3 @@ export function loadBackendConfig(env: Env, overrides: Partial<BackendConfig> = 
   return config;
 }
 
-/** The line bound of the protocol (SPEC §1): room for command, key, seconds and separators. */
-export const lineBound = (maxValueBytes: number): number => maxValueBytes + 512;
