@@ -9,7 +9,6 @@ import { createBackendApp, type BackendStore } from '../services/backend/backend
 import { errorReplies } from '../services/backend/http-replies.ts';
 import { keyFromPath } from '../services/backend/key-from-path.ts';
 import { StoreArgumentError } from '../services/client/errors.ts';
-import { StoreCommands, type Payload } from '../services/client/store-commands.ts';
 import { findCommand } from '../services/cli/cli-commands.ts';
 import { UsageError } from '../services/cli/usage-error.ts';
 import { INVALID_EXPIRE_TIME, INVALID_KEY, OK, ParsedCommand, parseCommand } from '../services/protocol/command-parser.ts';
@@ -18,29 +17,14 @@ import { LINE_ROOM_BYTES, lineBound, MAX_KEY_BYTES, MAX_TTL_DIGITS, MAX_TTL_SECO
 import { commonSettings } from '../services/shared/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import * as kvEngine from '../services/store/kv-engine.ts';
+import { RecordingCommands, refusal } from './helpers/recording-commands.ts';
 
 const TOO_LONG = MAX_TTL_SECONDS + 1;
-
-/** A client whose transport answers every command with `reply` and records the lines. */
-class RecordingCommands extends StoreCommands {
-  readonly sent: string[] = [];
-  readonly reply: string;
-  constructor(reply: string) {
-    super();
-    this.reply = reply;
-  }
-  command(payload: Payload): Promise<string> {
-    this.sent.push(payload.toString());
-    return Promise.resolve(this.reply);
-  }
-}
 
 const parse = (line: string): number => {
   const buf = Buffer.from(line);
   return parseCommand(buf, 0, buf.length, 1024, new ParsedCommand());
 };
-
-const refusal = (promise: Promise<unknown>): Promise<unknown> => promise.then(() => undefined, (e: unknown) => e);
 
 describe('the TTL bound, from MAX_TTL_SECONDS', () => {
   it('the store parser takes MAX_TTL_SECONDS and refuses one more', () => {

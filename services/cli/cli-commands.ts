@@ -1,5 +1,6 @@
 import type { StoreCommands } from '../client/store-commands.ts';
 import { isValidTtlSeconds, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { VALUE_PROBLEM_MESSAGES, valueProblem } from '../protocol/value-rules.ts';
 import { NOT_FOUND_JSON, statsJson, valueJson, type ReplyJson } from './reply-json.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -51,15 +52,22 @@ const CR = 0x0d;
 /**
  * The value of `set`/`setex`: the remaining arguments joined with single spaces, or
  * stdin for a lone `-`. One trailing line break of stdin is dropped (`echo v | kv set k -`):
- * the protocol cannot carry an LF inside a value, so that drop loses nothing.
+ * the protocol cannot carry an LF inside a value, so that drop loses nothing. A value the
+ * protocol cannot carry (services/protocol/value-rules.ts) is a usage error, before connecting.
  */
 async function valueArg(rest: readonly string[], ctx: CommandContext): Promise<Buffer | string> {
-  if (rest.length !== 1 || rest[0] !== '-') return rest.join(' ');
-  let value = await ctx.readStdin();
-  if (value.length > 0 && value[value.length - 1] === LF) {
-    value = value.subarray(0, value.length - (value.length > 1 && value[value.length - 2] === CR ? 2 : 1));
+  const fromStdin = rest.length === 1 && rest[0] === '-';
+  let value: Buffer | string;
+  if (fromStdin) {
+    value = await ctx.readStdin();
+    if (value.length > 0 && value[value.length - 1] === LF) {
+      value = value.subarray(0, value.length - (value.length > 1 && value[value.length - 2] === CR ? 2 : 1));
+    }
+  } else {
+    value = rest.join(' ');
   }
-  if (value.includes(LF)) throw new UsageError('the value on stdin contains a line feed (LF): the line protocol cannot carry it');
+  const problem = valueProblem(typeof value === 'string' ? Buffer.from(value, 'utf8') : value);
+  if (problem !== undefined) throw new UsageError(`invalid value${fromStdin ? ' on stdin' : ''}: ${VALUE_PROBLEM_MESSAGES[problem]}`);
   return value;
 }
 

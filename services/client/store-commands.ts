@@ -1,5 +1,6 @@
 import { isValidKey } from '../protocol/key-rules.ts';
 import { isValidTtlSeconds, MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { VALUE_PROBLEM_MESSAGES, valueProblem } from '../protocol/value-rules.ts';
 import { StoreArgumentError, StoreProtocolError, StoreReplyError } from './errors.ts';
 
 /** A request's payload: the line without its LF (a Buffer when the value is binary). */
@@ -10,9 +11,6 @@ export type CommandResult = 'ok' | 'not_found' | 'error';
 /** Told about every typed command, for metrics (the backend's kvbackend_store_* series). */
 export type CommandObserver = (command: string, result: CommandResult, seconds: number, error?: unknown) => void;
 
-const LF = 0x0a;
-const CR = 0x0d;
-
 // Each check returns the refusal (or undefined): a command rejects with it, never throws.
 
 function checkKey(key: string): StoreArgumentError | undefined {
@@ -22,11 +20,8 @@ function checkKey(key: string): StoreArgumentError | undefined {
 }
 
 function checkValue(value: Buffer): StoreArgumentError | undefined {
-  // LF ends the line; a CR right before it would be dropped by the store's framing.
-  if (value.includes(LF) || (value.length > 0 && value[value.length - 1] === CR)) {
-    return new StoreArgumentError('invalid_value', 'value cannot be sent over the line protocol: it contains LF or ends with CR');
-  }
-  return undefined;
+  const problem = valueProblem(value);
+  return problem === undefined ? undefined : new StoreArgumentError('invalid_value', `invalid value: ${VALUE_PROBLEM_MESSAGES[problem]}`);
 }
 
 function checkSeconds(seconds: number): StoreArgumentError | undefined {
