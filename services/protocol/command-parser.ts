@@ -54,9 +54,6 @@ export const PARSE_ERROR_REASONS = [
   'value_too_large',
 ] as const;
 
-/** The reply line of each parse error code, LF included (index 0 unused). */
-export const PARSE_ERROR_REPLIES: readonly string[] = PARSE_ERROR_REASONS.map((r) => (r === '' ? '' : `ERROR ${r.replaceAll('_', ' ')}\n`));
-
 /** Where the parts of a line are; reused from line to line. */
 export class ParsedCommand {
   command = UNKNOWN;
