@@ -1,4 +1,5 @@
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { ERROR_REASONS } from '../protocol/replies.ts';
 import { StoreArgumentError, StoreProtocolError, StoreReplyError, StoreTimeoutError, StoreUnavailableError } from '../client/errors.ts';
 
 /** A fixed error reply: status and a short plain-text body (never a stack trace). */
@@ -32,7 +33,7 @@ export const errorReplies = Object.freeze({
 export function replyForStoreError(err: unknown): ErrorReply {
   if (err instanceof StoreUnavailableError) return errorReplies.storeUnavailable;
   if (err instanceof StoreTimeoutError) return errorReplies.storeTimeout;
-  if (err instanceof StoreReplyError) return err.reason === 'out of memory' ? errorReplies.storeOutOfMemory : errorReplies.badStoreReply;
+  if (err instanceof StoreReplyError) return err.reason === ERROR_REASONS.outOfMemory ? errorReplies.storeOutOfMemory : errorReplies.badStoreReply;
   if (err instanceof StoreProtocolError) return errorReplies.badStoreReply;
   // The app checks every argument first; the client library refusing one is the same 400.
   if (err instanceof StoreArgumentError) return err.code === 'invalid_key' ? errorReplies.invalidKey : err.code === 'invalid_value' ? errorReplies.lineBreakInValue : errorReplies.invalidTtl;

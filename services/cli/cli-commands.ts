@@ -1,5 +1,6 @@
 import type { StoreCommands } from '../client/store-commands.ts';
 import { isValidTtlSeconds, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { REPLY_WORDS } from '../protocol/replies.ts';
 import { VALUE_PROBLEM_MESSAGES, valueProblem } from '../protocol/value-rules.ts';
 import { NOT_FOUND_JSON, statsJson, valueJson, type ReplyJson } from './reply-json.ts';
 import { UsageError } from './usage-error.ts';
@@ -32,7 +33,8 @@ export interface CliCommand {
   run(store: StoreCommands, args: readonly string[], ctx: CommandContext): Promise<CommandOutcome>;
 }
 
-const OK: CommandOutcome = { found: true, json: { ok: true }, output: 'OK\n' };
+// `kv` prints the store's own word for a success and for PING's answer.
+const OK: CommandOutcome = { found: true, json: { ok: true }, output: `${REPLY_WORDS.ok}\n` };
 
 function notFound(key: string): CommandOutcome {
   return { found: false, json: NOT_FOUND_JSON, output: '', note: `not found: ${key}` };
@@ -185,7 +187,7 @@ export const cliCommands: readonly CliCommand[] = [
     target: 'every shard',
     async run(store) {
       await store.ping();
-      return { found: true, json: { ok: true, reply: 'PONG' }, output: 'PONG\n' };
+      return { found: true, json: { ok: true, reply: REPLY_WORDS.pong }, output: `${REPLY_WORDS.pong}\n` };
     },
   },
   {

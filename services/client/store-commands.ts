@@ -1,5 +1,6 @@
 import { isValidKey } from '../protocol/key-rules.ts';
 import { isValidTtlSeconds, MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { decodeReply, type Reply } from '../protocol/replies.ts';
 import { VALUE_PROBLEM_MESSAGES, valueProblem } from '../protocol/value-rules.ts';
 import { StoreArgumentError, StoreProtocolError, StoreReplyError } from './errors.ts';
 
@@ -33,9 +34,6 @@ function unexpected(command: string, reply: string): StoreProtocolError {
   return new StoreProtocolError(`unexpected reply to ${command}: ${JSON.stringify(reply.slice(0, 80))}`);
 }
 
-function replyError(reply: string): StoreReplyError | undefined {
-  return reply.startsWith('ERROR ') ? new StoreReplyError(reply.slice(6)) : undefined;
-}
 
 /**
  * The typed commands of the protocol, on top of any transport that can send one line
@@ -48,13 +46,14 @@ export abstract class StoreCommands {
   /** Sends one command line (no LF) and resolves with the raw reply line. */
   abstract command(payload: Payload): Promise<string>;
 
-  async #run<T>(name: string, payload: Payload, interpret: (reply: string) => [CommandResult, T]): Promise<T> {
+  /** Sends the command and reads its reply with the protocol's decoder; `interpret` throws on a reply the command does not expect. */
+  async #run<T>(name: string, payload: Payload, interpret: (reply: Reply, line: string) => [CommandResult, T]): Promise<T> {
     const started = this.observer ? performance.now() : 0;
     try {
-      const reply = await this.command(payload);
-      const err = replyError(reply);
-      if (err) throw err;
-      const [result, value] = interpret(reply);
+      const line = await this.command(payload);
+      const reply = decodeReply(line);
+      if (reply.kind === 'error') throw new StoreReplyError(reply.reason);
+      const [result, value] = interpret(reply, line);
       this.observer?.(name, result, (performance.now() - started) / 1000);
       return value;
     } catch (err) {
@@ -67,12 +66,10 @@ export abstract class StoreCommands {
   get(key: string): Promise<Buffer | null> {
     const refused = checkKey(key);
     if (refused) return Promise.reject(refused);
-    return this.#run('GET', `GET ${key}`, (reply) => {
-      if (reply === 'NOT_FOUND') return ['not_found', null];
-      // The store sends `VALUE ` for an empty value; accept a stripped `VALUE` too.
-      if (reply === 'VALUE') return ['ok', Buffer.alloc(0)];
-      if (!reply.startsWith('VALUE ')) throw unexpected('GET', reply);
-      return ['ok', Buffer.from(reply.slice(6), 'base64')];
+    return this.#run('GET', `GET ${key}`, (reply, line) => {
+      if (reply.kind === 'not_found') return ['not_found', null];
+      if (reply.kind !== 'value') throw unexpected('GET', line);
+      return ['ok', reply.value];
     });
   }
 
@@ -91,8 +88,8 @@ export abstract class StoreCommands {
       name = 'SETEX';
     }
     const payload = typeof value === 'string' ? head + value : Buffer.concat([Buffer.from(head, 'utf8'), bytes]);
-    return this.#run(name, payload, (reply) => {
-      if (reply !== 'OK') throw unexpected(name, reply);
+    return this.#run(name, payload, (reply, line) => {
+      if (reply.kind !== 'ok') throw unexpected(name, line);
       return ['ok', undefined];
     });
   }
@@ -100,24 +97,23 @@ export abstract class StoreCommands {
   del(key: string): Promise<void> {
     const refused = checkKey(key);
     if (refused) return Promise.reject(refused);
-    return this.#run('DELETE', `DELETE ${key}`, (reply) => {
-      if (reply !== 'OK') throw unexpected('DELETE', reply);
+    return this.#run('DELETE', `DELETE ${key}`, (reply, line) => {
+      if (reply.kind !== 'ok') throw unexpected('DELETE', line);
       return ['ok', undefined];
     });
   }
 
   /** Bytes held by the store (key bytes + value bytes). */
   usage(): Promise<number> {
-    return this.#run('USAGE', 'USAGE', (reply) => {
-      const m = /^USAGE (\d+)$/.exec(reply);
-      if (!m) throw unexpected('USAGE', reply);
-      return ['ok', Number(m[1])];
+    return this.#run('USAGE', 'USAGE', (reply, line) => {
+      if (reply.kind !== 'usage') throw unexpected('USAGE', line);
+      return ['ok', reply.bytes];
     });
   }
 
   ping(): Promise<void> {
-    return this.#run('PING', 'PING', (reply) => {
-      if (reply !== 'PONG') throw unexpected('PING', reply);
+    return this.#run('PING', 'PING', (reply, line) => {
+      if (reply.kind !== 'pong') throw unexpected('PING', line);
       return ['ok', undefined];
     });
   }
@@ -126,11 +122,10 @@ export abstract class StoreCommands {
   ttl(key: string): Promise<number | null> {
     const refused = checkKey(key);
     if (refused) return Promise.reject(refused);
-    return this.#run('TTL', `TTL ${key}`, (reply) => {
-      if (reply === 'NOT_FOUND') return ['not_found', null];
-      const m = /^TTL (-1|\d+)$/.exec(reply);
-      if (!m) throw unexpected('TTL', reply);
-      return ['ok', Number(m[1])];
+    return this.#run('TTL', `TTL ${key}`, (reply, line) => {
+      if (reply.kind === 'not_found') return ['not_found', null];
+      if (reply.kind !== 'ttl') throw unexpected('TTL', line);
+      return ['ok', reply.seconds];
     });
   }
 
@@ -138,22 +133,17 @@ export abstract class StoreCommands {
   expire(key: string, seconds: number): Promise<boolean> {
     const refused = checkKey(key) ?? checkSeconds(seconds);
     if (refused) return Promise.reject(refused);
-    return this.#run('EXPIRE', `EXPIRE ${key} ${seconds}`, (reply) => {
-      if (reply === 'NOT_FOUND') return ['not_found', false];
-      if (reply !== 'OK') throw unexpected('EXPIRE', reply);
+    return this.#run('EXPIRE', `EXPIRE ${key} ${seconds}`, (reply, line) => {
+      if (reply.kind === 'not_found') return ['not_found', false];
+      if (reply.kind !== 'ok') throw unexpected('EXPIRE', line);
       return ['ok', true];
     });
   }
 
   stats(): Promise<Record<string, string>> {
-    return this.#run('STATS', 'STATS', (reply) => {
-      if (!reply.startsWith('STATS')) throw unexpected('STATS', reply);
-      const stats: Record<string, string> = {};
-      for (const pair of reply.slice(5).trim().split(' ')) {
-        const eq = pair.indexOf('=');
-        if (eq > 0) stats[pair.slice(0, eq)] = pair.slice(eq + 1);
-      }
-      return ['ok', stats];
+    return this.#run('STATS', 'STATS', (reply, line) => {
+      if (reply.kind !== 'stats') throw unexpected('STATS', line);
+      return ['ok', { ...reply.stats }];
     });
   }
 }

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
 import { DEFAULT_MAX_REPLY_BYTES } from '../protocol/limits.ts';
+import { decodeReply } from '../protocol/replies.ts';
 import { CommandPipeline } from './command-pipeline.ts';
 import { MAX_CONNECTIONS_REFUSAL, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
@@ -230,7 +231,7 @@ export class StoreConnection extends StoreCommands {
     }
     this.#socket.resetBackoff();
     if (this.#verifying) {
-      if (line !== 'PONG') return this.#socket.fail(new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
+      if (decodeReply(line).kind !== 'pong') return this.#socket.fail(new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
       return this.#ready();
     }
     if (!this.#pipeline.reply(line)) this.#socket.fail(new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));

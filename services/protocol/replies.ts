@@ -109,6 +109,9 @@ export type Reply =
 
 export type ReplyKind = Reply['kind'];
 
+/** The kinds the protocol defines (every one but `unknown`): each has its encoder above. */
+export const REPLY_KINDS = Object.freeze(['ok', 'not_found', 'pong', 'bye', 'value', 'usage', 'ttl', 'stats', 'error'] as const satisfies readonly Exclude<ReplyKind, 'unknown'>[]);
+
 // The replies without a payload are shared: reading them allocates nothing.
 const OK: Reply = Object.freeze({ kind: 'ok' });
 const NOT_FOUND: Reply = Object.freeze({ kind: 'not_found' });
