@@ -34,7 +34,6 @@ function unexpected(command: string, reply: string): StoreProtocolError {
   return new StoreProtocolError(`unexpected reply to ${command}: ${JSON.stringify(reply.slice(0, 80))}`);
 }
 
-
 /**
  * The typed commands of the protocol, on top of any transport that can send one line
  * and resolve with the reply line (a single connection or a pool). It validates
