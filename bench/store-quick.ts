@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { COMMAND_NAMES } from '../services/protocol/command-parser.ts';
-import { lineBound } from '../services/shared/config.ts';
+import { lineBound } from '../services/protocol/limits.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { COMMANDS_PER_TURN } from '../services/store/client-connection.ts';
 import { KvEngine } from '../services/store/kv-engine.ts';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
-  COMMAND_NAMES, OK, PARSE_ERROR_REASONS, PARSE_ERROR_REPLIES, ParsedCommand, parseCommand,
+  COMMAND_NAMES, OK, PARSE_ERROR_REASONS, ParsedCommand, parseCommand,
 } from '../services/protocol/command-parser.ts';
+import { PARSE_ERROR_REPLIES } from '../services/protocol/replies.ts';
 
 interface Parsed {
   command: string;

@@ -4,7 +4,8 @@ import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { backendSettings, ConfigError, lineBound, loadBackendConfig, loadStoreConfig, storeSettings } from '../services/shared/config.ts';
+import { lineBound } from '../services/protocol/limits.ts';
+import { backendSettings, ConfigError, loadBackendConfig, loadStoreConfig, storeSettings } from '../services/shared/config.ts';
 import { listen } from '../services/shared/listen.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));

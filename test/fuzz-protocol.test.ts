@@ -12,7 +12,6 @@ import {
   INVALID_EXPIRE_TIME,
   INVALID_KEY,
   OK,
-  PARSE_ERROR_REPLIES,
   ParsedCommand,
   UNKNOWN_COMMAND,
   VALUE_TOO_LARGE,
@@ -20,7 +19,8 @@ import {
   parseCommand,
 } from '../services/protocol/command-parser.ts';
 import { LineFramer } from '../services/protocol/line-framer.ts';
-import { lineBound } from '../services/shared/config.ts';
+import { lineBound } from '../services/protocol/limits.ts';
+import { PARSE_ERROR_REPLIES } from '../services/protocol/replies.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { startTestStore } from './helpers/store-harness.ts';

@@ -8,7 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { GET } from '../services/protocol/command-parser.ts';
-import { lineBound } from '../services/shared/config.ts';
+import { lineBound } from '../services/protocol/limits.ts';
 import { RESULT_OK } from '../services/store/store-metrics.ts';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';

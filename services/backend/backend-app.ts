@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { StoreCommands } from '../client/store-commands.ts';
+import { isValidTtlSeconds } from '../protocol/limits.ts';
+import { httpBodyProblem } from '../protocol/value-rules.ts';
 import type { Logger } from '../shared/logger.ts';
 import { assignRequestId, createAccessLog } from './access-log.ts';
 import type { BackendMetrics } from './backend-metrics.ts';
@@ -29,9 +31,6 @@ export interface BackendAppOptions {
 }
 
 const TEXT = 'text/plain; charset=utf-8';
-const LF = 0x0a;
-const CR = 0x0d;
-const MAX_TTL = 1_000_000_000;
 
 /** `?ttl=` of a PUT/POST: undefined when absent, NaN when malformed or out of range. */
 function ttlFromUrl(url: string): number | undefined {
@@ -41,7 +40,7 @@ function ttlFromUrl(url: string): number | undefined {
   if (values.length === 0) return undefined;
   if (values.length > 1 || !/^\d{1,20}$/.test(values[0]!)) return NaN;
   const seconds = Number(values[0]);
-  return seconds >= 1 && seconds <= MAX_TTL ? seconds : NaN;
+  return isValidTtlSeconds(seconds) ? seconds : NaN;
 }
 
 /**
@@ -140,7 +139,7 @@ export function createBackendHandler({
             return fail(outcome === 'too_large' ? errorReplies.valueTooLarge : outcome === 'timeout' ? errorReplies.bodyTimeout : errorReplies.bodyBufferFull);
           }
           // A line break would end the store command early and start another one.
-          if (body!.includes(LF) || body!.includes(CR)) return fail(errorReplies.lineBreakInValue);
+          if (httpBodyProblem(body!) !== undefined) return fail(errorReplies.lineBreakInValue);
           // Outside the try below (this runs later): the client's argument checks throw synchronously.
           try {
             store.set(key, body!, ttl).then(() => finish(204), storeFailed);

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { ShardedStore, type ShardAddress } from '../client/sharded-store.ts';
+import { replyLineBound } from '../protocol/limits.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import { bindError } from '../shared/bind-error.ts';
 import { backendSettings, type BackendConfig } from '../shared/config.ts';
@@ -84,8 +85,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     pool: {
       size: config.storePoolSize,
       timeoutMs: config.storeTimeoutMs,
-      // A GET reply carries the value in base64: 4 bytes for every 3, plus `VALUE `.
-      maxReplyBytes: Math.ceil(config.maxValueBytes / 3) * 4 + 512,
+      maxReplyBytes: replyLineBound(config.maxValueBytes),
     },
     ejectAfter: config.shardEjectAfter,
     retryMs: config.shardRetryMs,

@@ -1,3 +1,5 @@
+import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { ERROR_REASONS } from '../protocol/replies.ts';
 import { StoreArgumentError, StoreProtocolError, StoreReplyError, StoreTimeoutError, StoreUnavailableError } from '../client/errors.ts';
 
 /** A fixed error reply: status and a short plain-text body (never a stack trace). */
@@ -11,8 +13,8 @@ const reply = (status: number, text: string): ErrorReply => Object.freeze({ stat
 /** Every error the backend answers with (SPEC §2), in one place. */
 export const errorReplies = Object.freeze({
   missingKey: reply(400, 'missing key: the key is the first path segment, as in /my-key'),
-  invalidKey: reply(400, 'invalid key: 1 to 250 bytes of UTF-8 after percent-decoding, no spaces or control characters'),
-  invalidTtl: reply(400, 'invalid ttl: expected whole seconds from 1 to 1000000000'),
+  invalidKey: reply(400, `invalid key: 1 to ${MAX_KEY_BYTES} bytes of UTF-8 after percent-decoding, no spaces or control characters`),
+  invalidTtl: reply(400, `invalid ttl: expected whole seconds from 1 to ${MAX_TTL_SECONDS}`),
   lineBreakInValue: reply(400, 'invalid value: the body cannot contain CR or LF'),
   notFound: reply(404, 'not found'),
   methodNotAllowed: reply(405, 'method not allowed'),
@@ -31,7 +33,7 @@ export const errorReplies = Object.freeze({
 export function replyForStoreError(err: unknown): ErrorReply {
   if (err instanceof StoreUnavailableError) return errorReplies.storeUnavailable;
   if (err instanceof StoreTimeoutError) return errorReplies.storeTimeout;
-  if (err instanceof StoreReplyError) return err.reason === 'out of memory' ? errorReplies.storeOutOfMemory : errorReplies.badStoreReply;
+  if (err instanceof StoreReplyError) return err.reason === ERROR_REASONS.outOfMemory ? errorReplies.storeOutOfMemory : errorReplies.badStoreReply;
   if (err instanceof StoreProtocolError) return errorReplies.badStoreReply;
   // The app checks every argument first; the client library refusing one is the same 400.
   if (err instanceof StoreArgumentError) return err.code === 'invalid_key' ? errorReplies.invalidKey : err.code === 'invalid_value' ? errorReplies.lineBreakInValue : errorReplies.invalidTtl;

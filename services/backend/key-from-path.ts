@@ -1,4 +1,5 @@
-import { isValidKeyBytes, MAX_KEY_BYTES } from '../protocol/key-rules.ts';
+import { isValidKeyBytes } from '../protocol/key-rules.ts';
+import { MAX_KEY_BYTES } from '../protocol/limits.ts';
 
 /** The key of a request, or why there is none (SPEC §2: both are 400, with different words). */
 export type KeyResult = { readonly key: string } | { readonly error: 'missing' | 'invalid' };

@@ -1,4 +1,7 @@
 import type { StoreCommands } from '../client/store-commands.ts';
+import { isValidTtlSeconds, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { REPLY_WORDS } from '../protocol/replies.ts';
+import { VALUE_PROBLEM_MESSAGES, valueProblem } from '../protocol/value-rules.ts';
 import { NOT_FOUND_JSON, statsJson, valueJson, type ReplyJson } from './reply-json.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -30,16 +33,17 @@ export interface CliCommand {
   run(store: StoreCommands, args: readonly string[], ctx: CommandContext): Promise<CommandOutcome>;
 }
 
-const OK: CommandOutcome = { found: true, json: { ok: true }, output: 'OK\n' };
+// `kv` prints the store's own word for a success and for PING's answer.
+const OK: CommandOutcome = { found: true, json: { ok: true }, output: `${REPLY_WORDS.ok}\n` };
 
 function notFound(key: string): CommandOutcome {
   return { found: false, json: NOT_FOUND_JSON, output: '', note: `not found: ${key}` };
 }
 
 function seconds(raw: string): number {
-  // Same rule as the store (decimal digits only, 1 to 10^9), checked before connecting.
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1e9) {
-    throw new UsageError(`seconds must be an integer from 1 to 1000000000, got ${JSON.stringify(raw)}`);
+  // Same rule as the store (decimal digits only, 1 to MAX_TTL_SECONDS), checked before connecting.
+  if (!/^\d+$/.test(raw) || !isValidTtlSeconds(Number(raw))) {
+    throw new UsageError(`seconds must be an integer from 1 to ${MAX_TTL_SECONDS}, got ${JSON.stringify(raw)}`);
   }
   return Number(raw);
 }
@@ -50,15 +54,22 @@ const CR = 0x0d;
 /**
  * The value of `set`/`setex`: the remaining arguments joined with single spaces, or
  * stdin for a lone `-`. One trailing line break of stdin is dropped (`echo v | kv set k -`):
- * the protocol cannot carry an LF inside a value, so that drop loses nothing.
+ * the protocol cannot carry an LF inside a value, so that drop loses nothing. A value the
+ * protocol cannot carry (services/protocol/value-rules.ts) is a usage error, before connecting.
  */
 async function valueArg(rest: readonly string[], ctx: CommandContext): Promise<Buffer | string> {
-  if (rest.length !== 1 || rest[0] !== '-') return rest.join(' ');
-  let value = await ctx.readStdin();
-  if (value.length > 0 && value[value.length - 1] === LF) {
-    value = value.subarray(0, value.length - (value.length > 1 && value[value.length - 2] === CR ? 2 : 1));
+  const fromStdin = rest.length === 1 && rest[0] === '-';
+  let value: Buffer | string;
+  if (fromStdin) {
+    value = await ctx.readStdin();
+    if (value.length > 0 && value[value.length - 1] === LF) {
+      value = value.subarray(0, value.length - (value.length > 1 && value[value.length - 2] === CR ? 2 : 1));
+    }
+  } else {
+    value = rest.join(' ');
   }
-  if (value.includes(LF)) throw new UsageError('the value on stdin contains a line feed (LF): the line protocol cannot carry it');
+  const problem = valueProblem(typeof value === 'string' ? Buffer.from(value, 'utf8') : value);
+  if (problem !== undefined) throw new UsageError(`invalid value${fromStdin ? ' on stdin' : ''}: ${VALUE_PROBLEM_MESSAGES[problem]}`);
   return value;
 }
 
@@ -98,7 +109,7 @@ export const cliCommands: readonly CliCommand[] = [
     aliases: [],
     synopsis: 'setex <key> <seconds> <value...>',
     summary: 'store a value with a time to live',
-    details: 'As `set`, with a time to live of 1 to 1000000000 seconds.',
+    details: `As \`set\`, with a time to live of 1 to ${MAX_TTL_SECONDS} seconds.`,
     minArgs: 3,
     maxArgs: Infinity,
     target: 'key',
@@ -176,7 +187,7 @@ export const cliCommands: readonly CliCommand[] = [
     target: 'every shard',
     async run(store) {
       await store.ping();
-      return { found: true, json: { ok: true, reply: 'PONG' }, output: 'PONG\n' };
+      return { found: true, json: { ok: true, reply: REPLY_WORDS.pong }, output: `${REPLY_WORDS.pong}\n` };
     },
   },
   {

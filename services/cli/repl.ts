@@ -1,5 +1,6 @@
 import { createInterface, type Completer } from 'node:readline';
 import { COMMAND_TABLE } from '../protocol/command-table.ts';
+import { decodeReply, REPLY_WORDS } from '../protocol/replies.ts';
 import { DEFAULT_TIMEOUT_MS, type GlobalOptions } from './cli-args.ts';
 import { writeOut, type CliIo } from './cli-io.ts';
 import { ExitCode, type ExitStatus } from './exit-codes.ts';
@@ -88,8 +89,11 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
         }
       }),
     );
-    const usages = answers.map((a) => ('reply' in a ? /^USAGE (\d+)$/.exec(a.reply)?.[1] : undefined));
-    const total = usages.every((u) => u !== undefined) ? usages.reduce((sum, u) => sum + Number(u), 0) : undefined;
+    const usages = answers.map((a) => {
+      const reply = 'reply' in a ? decodeReply(a.reply) : undefined;
+      return reply?.kind === 'usage' ? reply.bytes : undefined;
+    });
+    const total = usages.every((u) => u !== undefined) ? usages.reduce((sum, u) => sum + u, 0) : undefined;
     if (options.json) {
       const perShard = answers.map((a): Record<string, unknown> => ({ shard: a.link.label, ...('reply' in a ? replyLineJson(a.reply) : errorJson(a.error)) }));
       await print(JSON.stringify({ ok: perShard.every((p) => p.ok === true), ...(total !== undefined ? { usage: total } : {}), shards: perShard }));
@@ -100,7 +104,7 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
       const shown = 'reply' in a ? displayReply(a.reply, quoted) : `(error) ${a.error instanceof Error ? a.error.message : String(a.error)}`;
       await print(typeof shown === 'string' ? a.link.label.padEnd(width) + shown : Buffer.concat([Buffer.from(a.link.label.padEnd(width)), shown]));
     }
-    if (total !== undefined) await print(`${'total'.padEnd(width)}USAGE ${total}`);
+    if (total !== undefined) await print(`${'total'.padEnd(width)}${REPLY_WORDS.usage} ${total}`);
   };
 
   try {

@@ -1,3 +1,5 @@
+import { decodeReply } from '../protocol/replies.ts';
+
 /**
  * How the interactive client shows a raw reply line (documented in `kv help`):
  * `VALUE <base64>` is decoded — quoted with escapes on a terminal (like redis-cli,
@@ -6,13 +8,17 @@
  * `ERROR <reason>` is `(error) <reason>`; every other reply is shown verbatim.
  */
 export function displayReply(line: string, quoted: boolean): string | Buffer {
-  if (line === 'NOT_FOUND') return '(nil)';
-  if (line.startsWith('ERROR ')) return `(error) ${line.slice(6)}`;
-  if (line === 'VALUE' || line.startsWith('VALUE ')) {
-    const value = Buffer.from(line.slice(6), 'base64');
-    return quoted ? quoteValue(value) : value;
+  const reply = decodeReply(line);
+  switch (reply.kind) {
+    case 'not_found':
+      return '(nil)';
+    case 'error':
+      return `(error) ${reply.reason}`;
+    case 'value':
+      return quoted ? quoteValue(reply.value) : reply.value;
+    default:
+      return line;
   }
-  return line;
 }
 
 const ESCAPES: Record<number, string> = { 0x22: '\\"', 0x5c: '\\\\', 0x0a: '\\n', 0x0d: '\\r', 0x09: '\\t', 0x07: '\\a', 0x08: '\\b' };

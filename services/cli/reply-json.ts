@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { errorKind, StoreArgumentError, StoreReplyError } from '../client/errors.ts';
+import { decodeReply } from '../protocol/replies.ts';
 import { UsageError } from './usage-error.ts';
 
 /**
@@ -24,7 +25,7 @@ export function valueJson(value: Buffer): ReplyJson {
 
 export const NOT_FOUND_JSON: ReplyJson = Object.freeze({ ok: false, notFound: true });
 
-export function statsJson(stats: Record<string, string>): ReplyJson {
+export function statsJson(stats: Readonly<Record<string, string>>): ReplyJson {
   const out: Record<string, string | number> = {};
   for (const [k, v] of Object.entries(stats)) out[k] = /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
   return { ok: true, stats: out };
@@ -46,21 +47,23 @@ export function errorJson(err: unknown): ReplyJson {
 
 /** A raw reply line of the protocol as JSON (the interactive client with --json). */
 export function replyLineJson(line: string): ReplyJson {
-  if (line === 'OK') return { ok: true };
-  if (line === 'NOT_FOUND') return NOT_FOUND_JSON;
-  if (line.startsWith('ERROR ')) return { ok: false, error: line.slice(6), kind: 'reply' };
-  if (line === 'VALUE' || line.startsWith('VALUE ')) return valueJson(Buffer.from(line.slice(6), 'base64'));
-  let m = /^TTL (-1|\d+)$/.exec(line);
-  if (m) return { ok: true, ttl: Number(m[1]) };
-  m = /^USAGE (\d+)$/.exec(line);
-  if (m) return { ok: true, usage: Number(m[1]) };
-  if (line === 'STATS' || line.startsWith('STATS ')) {
-    const stats: Record<string, string> = {};
-    for (const pair of line.slice(6).split(' ')) {
-      const eq = pair.indexOf('=');
-      if (eq > 0) stats[pair.slice(0, eq)] = pair.slice(eq + 1);
-    }
-    return statsJson(stats);
+  const reply = decodeReply(line);
+  switch (reply.kind) {
+    case 'ok':
+      return { ok: true };
+    case 'not_found':
+      return NOT_FOUND_JSON;
+    case 'error':
+      return { ok: false, error: reply.reason, kind: 'reply' };
+    case 'value':
+      return valueJson(reply.value);
+    case 'ttl':
+      return { ok: true, ttl: reply.seconds };
+    case 'usage':
+      return { ok: true, usage: reply.bytes };
+    case 'stats':
+      return statsJson(reply.stats);
+    default:
+      return { ok: true, reply: line };
   }
-  return { ok: true, reply: line };
 }

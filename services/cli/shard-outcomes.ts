@@ -1,3 +1,4 @@
+import { REPLY_WORDS } from '../protocol/replies.ts';
 import type { StoreShard } from '../shared/store-list.ts';
 import type { CommandOutcome } from './cli-commands.ts';
 import { errorJson, type ReplyJson } from './reply-json.ts';
@@ -56,7 +57,7 @@ export function combineShardOutcomes(command: string, results: readonly ShardRes
   }
   // ping, and any other keyless reply: each shard's answer
   const lines = answered.map((a) => `${a.shard.name.padEnd(width)}${String(a.json.reply)}\n`);
-  return { output: lines.join(''), json: complete({ reply: 'PONG' }, (j) => ({ reply: j.reply })), failures };
+  return { output: lines.join(''), json: complete({ reply: REPLY_WORDS.pong }, (j) => ({ reply: j.reply })), failures };
 }
 
 /** Numeric fields summed (uptime aside); a text field kept when every shard agrees. */

@@ -2,6 +2,8 @@
 // ERROR, the transport failed, or the store did not answer in time. A reply that fits
 // no known shape is a protocol error.
 
+import { ERROR_REASONS, errorLine } from '../protocol/replies.ts';
+
 export class StoreError extends Error {
   override name = 'StoreError';
 }
@@ -31,7 +33,7 @@ export class StoreMaxConnectionsError extends StoreUnavailableError {
 }
 
 /** The line a store sends on a connection it refuses at MAX_CONNECTIONS (it never answers a command with it). */
-export const MAX_CONNECTIONS_REFUSAL = 'ERROR max connections reached';
+export const MAX_CONNECTIONS_REFUSAL = errorLine(ERROR_REASONS.maxConnections);
 
 /** The store did not answer within the command time-out. */
 export class StoreTimeoutError extends StoreError {

@@ -1,4 +1,7 @@
 import { isValidKey } from '../protocol/key-rules.ts';
+import { isValidTtlSeconds, MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { decodeReply, type Reply } from '../protocol/replies.ts';
+import { VALUE_PROBLEM_MESSAGES, valueProblem } from '../protocol/value-rules.ts';
 import { StoreArgumentError, StoreProtocolError, StoreReplyError } from './errors.ts';
 
 /** A request's payload: the line without its LF (a Buffer when the value is binary). */
@@ -9,36 +12,26 @@ export type CommandResult = 'ok' | 'not_found' | 'error';
 /** Told about every typed command, for metrics (the backend's kvbackend_store_* series). */
 export type CommandObserver = (command: string, result: CommandResult, seconds: number, error?: unknown) => void;
 
-const LF = 0x0a;
-const CR = 0x0d;
-
 // Each check returns the refusal (or undefined): a command rejects with it, never throws.
 
 function checkKey(key: string): StoreArgumentError | undefined {
   // A key with a space or a line break would split into extra arguments or commands.
-  if (!isValidKey(key)) return new StoreArgumentError('invalid_key', 'invalid key: 1 to 250 bytes of UTF-8, no spaces or control characters');
+  if (!isValidKey(key)) return new StoreArgumentError('invalid_key', `invalid key: 1 to ${MAX_KEY_BYTES} bytes of UTF-8, no spaces or control characters`);
   return undefined;
 }
 
 function checkValue(value: Buffer): StoreArgumentError | undefined {
-  // LF ends the line; a CR right before it would be dropped by the store's framing.
-  if (value.includes(LF) || (value.length > 0 && value[value.length - 1] === CR)) {
-    return new StoreArgumentError('invalid_value', 'value cannot be sent over the line protocol: it contains LF or ends with CR');
-  }
-  return undefined;
+  const problem = valueProblem(value);
+  return problem === undefined ? undefined : new StoreArgumentError('invalid_value', `invalid value: ${VALUE_PROBLEM_MESSAGES[problem]}`);
 }
 
 function checkSeconds(seconds: number): StoreArgumentError | undefined {
-  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 1e9) return new StoreArgumentError('invalid_seconds', 'seconds must be an integer from 1 to 1000000000');
+  if (!isValidTtlSeconds(seconds)) return new StoreArgumentError('invalid_seconds', `seconds must be an integer from 1 to ${MAX_TTL_SECONDS}`);
   return undefined;
 }
 
 function unexpected(command: string, reply: string): StoreProtocolError {
   return new StoreProtocolError(`unexpected reply to ${command}: ${JSON.stringify(reply.slice(0, 80))}`);
-}
-
-function replyError(reply: string): StoreReplyError | undefined {
-  return reply.startsWith('ERROR ') ? new StoreReplyError(reply.slice(6)) : undefined;
 }
 
 /**
@@ -52,13 +45,14 @@ export abstract class StoreCommands {
   /** Sends one command line (no LF) and resolves with the raw reply line. */
   abstract command(payload: Payload): Promise<string>;
 
-  async #run<T>(name: string, payload: Payload, interpret: (reply: string) => [CommandResult, T]): Promise<T> {
+  /** Sends the command and reads its reply with the protocol's decoder; `interpret` throws on a reply the command does not expect. */
+  async #run<T>(name: string, payload: Payload, interpret: (reply: Reply, line: string) => [CommandResult, T]): Promise<T> {
     const started = this.observer ? performance.now() : 0;
     try {
-      const reply = await this.command(payload);
-      const err = replyError(reply);
-      if (err) throw err;
-      const [result, value] = interpret(reply);
+      const line = await this.command(payload);
+      const reply = decodeReply(line);
+      if (reply.kind === 'error') throw new StoreReplyError(reply.reason);
+      const [result, value] = interpret(reply, line);
       this.observer?.(name, result, (performance.now() - started) / 1000);
       return value;
     } catch (err) {
@@ -71,12 +65,10 @@ export abstract class StoreCommands {
   get(key: string): Promise<Buffer | null> {
     const refused = checkKey(key);
     if (refused) return Promise.reject(refused);
-    return this.#run('GET', `GET ${key}`, (reply) => {
-      if (reply === 'NOT_FOUND') return ['not_found', null];
-      // The store sends `VALUE ` for an empty value; accept a stripped `VALUE` too.
-      if (reply === 'VALUE') return ['ok', Buffer.alloc(0)];
-      if (!reply.startsWith('VALUE ')) throw unexpected('GET', reply);
-      return ['ok', Buffer.from(reply.slice(6), 'base64')];
+    return this.#run('GET', `GET ${key}`, (reply, line) => {
+      if (reply.kind === 'not_found') return ['not_found', null];
+      if (reply.kind !== 'value') throw unexpected('GET', line);
+      return ['ok', reply.value];
     });
   }
 
@@ -95,8 +87,8 @@ export abstract class StoreCommands {
       name = 'SETEX';
     }
     const payload = typeof value === 'string' ? head + value : Buffer.concat([Buffer.from(head, 'utf8'), bytes]);
-    return this.#run(name, payload, (reply) => {
-      if (reply !== 'OK') throw unexpected(name, reply);
+    return this.#run(name, payload, (reply, line) => {
+      if (reply.kind !== 'ok') throw unexpected(name, line);
       return ['ok', undefined];
     });
   }
@@ -104,24 +96,23 @@ export abstract class StoreCommands {
   del(key: string): Promise<void> {
     const refused = checkKey(key);
     if (refused) return Promise.reject(refused);
-    return this.#run('DELETE', `DELETE ${key}`, (reply) => {
-      if (reply !== 'OK') throw unexpected('DELETE', reply);
+    return this.#run('DELETE', `DELETE ${key}`, (reply, line) => {
+      if (reply.kind !== 'ok') throw unexpected('DELETE', line);
       return ['ok', undefined];
     });
   }
 
   /** Bytes held by the store (key bytes + value bytes). */
   usage(): Promise<number> {
-    return this.#run('USAGE', 'USAGE', (reply) => {
-      const m = /^USAGE (\d+)$/.exec(reply);
-      if (!m) throw unexpected('USAGE', reply);
-      return ['ok', Number(m[1])];
+    return this.#run('USAGE', 'USAGE', (reply, line) => {
+      if (reply.kind !== 'usage') throw unexpected('USAGE', line);
+      return ['ok', reply.bytes];
     });
   }
 
   ping(): Promise<void> {
-    return this.#run('PING', 'PING', (reply) => {
-      if (reply !== 'PONG') throw unexpected('PING', reply);
+    return this.#run('PING', 'PING', (reply, line) => {
+      if (reply.kind !== 'pong') throw unexpected('PING', line);
       return ['ok', undefined];
     });
   }
@@ -130,11 +121,10 @@ export abstract class StoreCommands {
   ttl(key: string): Promise<number | null> {
     const refused = checkKey(key);
     if (refused) return Promise.reject(refused);
-    return this.#run('TTL', `TTL ${key}`, (reply) => {
-      if (reply === 'NOT_FOUND') return ['not_found', null];
-      const m = /^TTL (-1|\d+)$/.exec(reply);
-      if (!m) throw unexpected('TTL', reply);
-      return ['ok', Number(m[1])];
+    return this.#run('TTL', `TTL ${key}`, (reply, line) => {
+      if (reply.kind === 'not_found') return ['not_found', null];
+      if (reply.kind !== 'ttl') throw unexpected('TTL', line);
+      return ['ok', reply.seconds];
     });
   }
 
@@ -142,22 +132,17 @@ export abstract class StoreCommands {
   expire(key: string, seconds: number): Promise<boolean> {
     const refused = checkKey(key) ?? checkSeconds(seconds);
     if (refused) return Promise.reject(refused);
-    return this.#run('EXPIRE', `EXPIRE ${key} ${seconds}`, (reply) => {
-      if (reply === 'NOT_FOUND') return ['not_found', false];
-      if (reply !== 'OK') throw unexpected('EXPIRE', reply);
+    return this.#run('EXPIRE', `EXPIRE ${key} ${seconds}`, (reply, line) => {
+      if (reply.kind === 'not_found') return ['not_found', false];
+      if (reply.kind !== 'ok') throw unexpected('EXPIRE', line);
       return ['ok', true];
     });
   }
 
   stats(): Promise<Record<string, string>> {
-    return this.#run('STATS', 'STATS', (reply) => {
-      if (!reply.startsWith('STATS')) throw unexpected('STATS', reply);
-      const stats: Record<string, string> = {};
-      for (const pair of reply.slice(5).trim().split(' ')) {
-        const eq = pair.indexOf('=');
-        if (eq > 0) stats[pair.slice(0, eq)] = pair.slice(eq + 1);
-      }
-      return ['ok', stats];
+    return this.#run('STATS', 'STATS', (reply, line) => {
+      if (reply.kind !== 'stats') throw unexpected('STATS', line);
+      return ['ok', { ...reply.stats }];
     });
   }
 }

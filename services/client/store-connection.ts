@@ -1,5 +1,7 @@
 import type { Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
+import { DEFAULT_MAX_REPLY_BYTES } from '../protocol/limits.ts';
+import { decodeReply } from '../protocol/replies.ts';
 import { CommandPipeline } from './command-pipeline.ts';
 import { MAX_CONNECTIONS_REFUSAL, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
@@ -19,7 +21,7 @@ export interface StoreConnectionOptions {
   readonly reconnect?: boolean;
   /** The delay before each reconnect attempt (default: at once, then 50 ms doubling to 1 s). */
   readonly reconnectStrategy?: ReconnectStrategy;
-  /** Longest reply line accepted (a GET of a 1 MiB value is ~1.4 MB of base64). */
+  /** Longest reply line accepted (replyLineBound of the store's MAX_VALUE_BYTES; default DEFAULT_MAX_REPLY_BYTES). */
   readonly maxReplyBytes?: number;
   /** Told of every socket this connection opens (the store's self-probe recognises its own connection by it). */
   readonly onSocket?: (socket: Socket) => void;
@@ -70,7 +72,7 @@ export class StoreConnection extends StoreCommands {
     this.host = options.host;
     this.port = options.port;
     this.timeoutMs = options.timeoutMs ?? 1000;
-    this.#maxReplyBytes = options.maxReplyBytes ?? 64 * 1024 * 1024;
+    this.#maxReplyBytes = options.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
     this.#onRefused = options.onRefused;
     this.#onTimeout = options.onTimeout;
     this.#reconnect = options.reconnect ?? true;
@@ -229,7 +231,7 @@ export class StoreConnection extends StoreCommands {
     }
     this.#socket.resetBackoff();
     if (this.#verifying) {
-      if (line !== 'PONG') return this.#socket.fail(new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
+      if (decodeReply(line).kind !== 'pong') return this.#socket.fail(new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
       return this.#ready();
     }
     if (!this.#pipeline.reply(line)) this.#socket.fail(new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));

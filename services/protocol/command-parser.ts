@@ -1,5 +1,6 @@
 import { COMMAND_TABLE, type KnownCommandName } from './command-table.ts';
 import { isValidKeyBytes } from './key-rules.ts';
+import { MAX_TTL_DIGITS, MAX_TTL_SECONDS } from './limits.ts';
 
 /**
  * Store-side parsing of one protocol line (SPEC §1) straight from the socket bytes.
@@ -53,9 +54,6 @@ export const PARSE_ERROR_REASONS = [
   'value_too_large',
 ] as const;
 
-/** The reply line of each parse error code, LF included (index 0 unused). */
-export const PARSE_ERROR_REPLIES: readonly string[] = PARSE_ERROR_REASONS.map((r) => (r === '' ? '' : `ERROR ${r.replaceAll('_', ' ')}\n`));
-
 /** Where the parts of a line are; reused from line to line. */
 export class ParsedCommand {
   command = UNKNOWN;
@@ -63,12 +61,11 @@ export class ParsedCommand {
   keyEnd = 0;
   valueStart = 0;
   valueEnd = 0;
-  /** SETEX and EXPIRE: 1 to 10^9. */
+  /** SETEX and EXPIRE: 1 to MAX_TTL_SECONDS. */
   seconds = 0;
 }
 
 const SPACE = 0x20;
-const MAX_SECONDS = 1_000_000_000;
 
 // Lower-case the byte if it is an ASCII letter; names are all letters, so `| 0x20`
 // can only make a letter match its own other case.
@@ -116,17 +113,17 @@ function spaceAt(buf: Buffer, from: number, end: number): number {
   return -1;
 }
 
-/** Decimal digits only, 1 to 10^9; returns 0 when invalid. */
+/** Decimal digits only, 1 to MAX_TTL_SECONDS; returns 0 when invalid. */
 function secondsOf(buf: Buffer, start: number, end: number): number {
   const len = end - start;
-  if (len < 1 || len > 10) return 0;
+  if (len < 1 || len > MAX_TTL_DIGITS) return 0;
   let n = 0;
   for (let i = start; i < end; i++) {
     const d = buf[i]! - 0x30;
     if (d < 0 || d > 9) return 0;
     n = n * 10 + d;
   }
-  return n >= 1 && n <= MAX_SECONDS ? n : 0;
+  return n >= 1 && n <= MAX_TTL_SECONDS ? n : 0;
 }
 
 /**

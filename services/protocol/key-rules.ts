@@ -1,8 +1,7 @@
 import { isUtf8 } from 'node:buffer';
+import { MAX_KEY_BYTES } from './limits.ts';
 
-// Key rules of SPEC §1: 1 to 250 bytes of UTF-8, no byte in 0x00–0x20 or 0x7F.
-
-export const MAX_KEY_BYTES = 250;
+// Key rules of SPEC §1: 1 to MAX_KEY_BYTES bytes of UTF-8, no byte in 0x00–0x20 or 0x7F.
 
 /** Checks the key bytes buf[start, end) without copying them. */
 export function isValidKeyBytes(buf: Uint8Array, start: number, end: number): boolean {

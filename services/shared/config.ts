@@ -1,6 +1,8 @@
 import { statSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { dirname } from 'node:path';
+import { LINE_ROOM_BYTES } from '../protocol/limits.ts';
+import { ERROR_REASONS, errorLine } from '../protocol/replies.ts';
 import { parseStoreList } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
@@ -106,7 +108,7 @@ const logLevel = oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'tra
 export const commonSettings = {
   logLevel: { env: 'LOG_LEVEL', default: 'info', description: 'pino log level: fatal, error, warn, info, debug, trace or silent.', parse: logLevel },
   // At least 1: a store that can hold only empty values is a typo, not a choice.
-  maxValueBytes: { env: 'MAX_VALUE_BYTES', default: '1048576', description: 'Largest value accepted, in bytes (1 to 536870912). The store\'s line bound is this plus 512; the backend answers 413 above it.', parse: integer(1, 512 * 1024 * 1024) },
+  maxValueBytes: { env: 'MAX_VALUE_BYTES', default: '1048576', description: `Largest value accepted, in bytes (1 to 536870912). The store's line bound is this plus ${LINE_ROOM_BYTES}; the backend answers 413 above it.`, parse: integer(1, 512 * 1024 * 1024) },
 } satisfies Record<string, Setting<unknown>>;
 
 export const storeSettings = {
@@ -114,8 +116,8 @@ export const storeSettings = {
   port: { env: 'STORE_PORT', default: '8765', description: 'TCP port of the line protocol.', parse: port },
   metricsPort: { env: 'STORE_METRICS_PORT', default: '8766', description: 'Admin HTTP port of the store: /metrics, /livez, /readyz, /healthz.', parse: port },
   maxMemoryBytes: { env: 'MAX_MEMORY_BYTES', default: '268435456', description: 'Cap on USAGE (key bytes + value bytes); never passed.', parse: integer(1, Number.MAX_SAFE_INTEGER) },
-  evictionPolicy: { env: 'EVICTION_POLICY', default: 'lru', description: '`lru` evicts least recently used keys to make room; `noeviction` answers `ERROR out of memory`.', parse: oneOf<EvictionPolicy>('lru', 'noeviction') },
-  maxConnections: { env: 'MAX_CONNECTIONS', default: '10000', description: 'Open client connections allowed; past it a new one gets `ERROR max connections reached` and is closed.', parse: integer(1, 1_000_000) },
+  evictionPolicy: { env: 'EVICTION_POLICY', default: 'lru', description: `\`lru\` evicts least recently used keys to make room; \`noeviction\` answers \`${errorLine(ERROR_REASONS.outOfMemory)}\`.`, parse: oneOf<EvictionPolicy>('lru', 'noeviction') },
+  maxConnections: { env: 'MAX_CONNECTIONS', default: '10000', description: `Open client connections allowed; past it a new one gets \`${errorLine(ERROR_REASONS.maxConnections)}\` and is closed.`, parse: integer(1, 1_000_000) },
   idleTimeoutMs: { env: 'IDLE_TIMEOUT_MS', default: '300000', description: 'Close a client connection idle this long, in ms; 0 = never.', parse: integer(0, 2_147_483_647) },
   outputStallTimeoutMs: { env: 'OUTPUT_STALL_TIMEOUT_MS', default: '30000', description: 'Close a client connection whose replies fill the socket and of which the client takes nothing for this long, in ms; 0 = never.', parse: integer(0, 2_147_483_647) },
   snapshotPath: {
@@ -223,5 +225,3 @@ export function loadBackendConfig(env: Env, overrides: Partial<BackendConfig> = 
   return config;
 }
 
-/** The line bound of the protocol (SPEC §1): room for command, key, seconds and separators. */
-export const lineBound = (maxValueBytes: number): number => maxValueBytes + 512;

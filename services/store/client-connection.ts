@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
+import { LINE_TOO_LONG_REPLY } from '../protocol/replies.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { CommandRunner } from './command-runner.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
@@ -21,7 +22,6 @@ export const COMMANDS_PER_TURN = 256;
 // After QUIT, `line too long`, the client's FIN or shutdown the socket is ended; a peer
 // that keeps its side open this long after the last reply was written is cut off.
 const LINGER_MS = 5000;
-const LINE_TOO_LONG_REPLY = 'ERROR line too long\n';
 
 // A connection's state. Whether reading is paused follows from it, from the input the
 // framer holds and from the replies waiting: see #steerReading.
@@ -192,7 +192,7 @@ export class ClientConnection implements TurnWork {
     const { logger, metrics, maxLineBytes } = this.#ctx;
     metrics.protocolErrors[LINE_TOO_LONG]!++;
     logger.warn({ remote: this.socket.remoteAddress, remotePort: this.socket.remotePort, maxLineBytes }, 'line too long: closing the connection');
-    this.#replies.ascii(LINE_TOO_LONG_REPLY);
+    this.#replies.bytes(LINE_TOO_LONG_REPLY);
     this.#close();
   }
 

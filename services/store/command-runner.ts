@@ -1,28 +1,22 @@
+import { DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand } from '../protocol/command-parser.ts';
 import {
-  DELETE, EXPIRE, GET, OK, PARSE_ERROR_REPLIES, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand,
-} from '../protocol/command-parser.ts';
+  BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
+} from '../protocol/replies.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
 import { ValueLocation, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
-
-const OK_REPLY = Buffer.from('OK\n');
-const NOT_FOUND_REPLY = Buffer.from('NOT_FOUND\n');
-const OUT_OF_MEMORY_REPLY = Buffer.from('ERROR out of memory\n');
-const PONG_REPLY = Buffer.from('PONG\n');
-const BYE_REPLY = Buffer.from('BYE\n');
-const PARSE_ERROR_REPLY_BYTES = PARSE_ERROR_REPLIES.map((r) => Buffer.from(r, 'latin1'));
 
 export interface CommandRunnerOptions {
   readonly engine: StoreEngine;
   readonly metrics: StoreMetrics;
   readonly maxValueBytes: number;
-  /** The STATS reply, without LF. */
-  readonly statsLine: () => string;
+  /** The STATS reply, LF included (services/protocol/replies.ts statsReply). */
+  readonly statsReply: () => string;
 }
 
 /**
- * Runs one protocol line against the engine and appends its reply; the wire format lives
- * here (base64 on GET), the engine deals in bytes. One runner serves every connection of
+ * Runs one protocol line against the engine and appends its reply, written with the
+ * protocol's encoders (services/protocol/replies.ts); the engine deals in bytes. One runner serves every connection of
  * a server: lines run one at a time, so the parse result, the value location and the
  * command clock are shared and reused.
  */
@@ -30,7 +24,7 @@ export class CommandRunner {
   readonly #engine: StoreEngine;
   readonly #metrics: StoreMetrics;
   readonly #maxValueBytes: number;
-  readonly #statsLine: () => string;
+  readonly #statsReply: () => string;
   readonly #parsed = new ParsedCommand();
   readonly #value = new ValueLocation();
   /** When the last command ended (or the current batch started), for command durations. */
@@ -40,7 +34,7 @@ export class CommandRunner {
     this.#engine = options.engine;
     this.#metrics = options.metrics;
     this.#maxValueBytes = options.maxValueBytes;
-    this.#statsLine = options.statsLine;
+    this.#statsReply = options.statsReply;
   }
 
   /** A batch of lines starts (input arrived, or held lines resume): the next command's time runs from now. */
@@ -87,7 +81,7 @@ export class CommandRunner {
           out.bytes(OK_REPLY);
           break;
         case USAGE:
-          out.ascii('USAGE ' + engine.usageBytes + '\n');
+          out.ascii(usageReply(engine.usageBytes));
           break;
         case PING:
           out.bytes(PONG_REPLY);
@@ -106,12 +100,12 @@ export class CommandRunner {
             out.bytes(NOT_FOUND_REPLY);
             result = RESULT_NOT_FOUND;
           } else {
-            out.ascii('TTL ' + ttl + '\n');
+            out.ascii(ttlReply(ttl));
           }
           break;
         }
         case STATS:
-          out.ascii(this.#statsLine() + '\n');
+          out.ascii(this.#statsReply());
           break;
         case QUIT:
           out.bytes(BYE_REPLY);

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { valueReplyLength, writeValueReply } from '../protocol/replies.ts';
 
 /**
  * Replies are built as bytes, not strings: one connection's replies of a turn go into one
@@ -33,16 +34,11 @@ export class ReplyBufferPool {
 }
 
 const EMPTY = Buffer.alloc(0);
-const VALUE_PREFIX = Buffer.from('VALUE ');
-const LF = 0x0a;
 
-// What buf.toString('base64', start, end) and buf.write(text, at, 'latin1') call once they
-// have checked and normalised their arguments; on a path run for every reply that
-// normalising is a measurable share of the cost, and here the arguments are known good.
-type BufferWorkers = Buffer & {
-  base64Slice(start: number, end: number): string;
-  latin1Write(text: string, at: number): number;
-};
+// What buf.write(text, at, 'latin1') calls once it has checked and normalised its
+// arguments; on a path run for every reply that normalising is a measurable share of the
+// cost, and here the arguments are known good.
+type LatinWriter = Buffer & { latin1Write(text: string, at: number): number };
 
 /** One connection's replies not yet handed to its socket. */
 export class ReplyBuffer {
@@ -64,7 +60,7 @@ export class ReplyBuffer {
   /** Appends a reply made of ASCII characters (LF included by the caller). */
   ascii(text: string): void {
     this.#room(text.length);
-    this.#len += (this.#buf as BufferWorkers).latin1Write(text, this.#len);
+    this.#len += (this.#buf as LatinWriter).latin1Write(text, this.#len);
   }
 
   /** Appends a reply given as bytes (the constant ones: OK, PONG, NOT_FOUND...). */
@@ -77,16 +73,10 @@ export class ReplyBuffer {
     this.#len = at;
   }
 
-  /** Appends `VALUE <base64 of page[start, end)>\n`. */
+  /** Appends the GET reply for the value page[start, end) (the protocol's writeValueReply). */
   value(page: Buffer, start: number, end: number): void {
-    const encoded = 4 * Math.ceil((end - start) / 3);
-    this.#room(VALUE_PREFIX.length + encoded + 1);
-    const buf = this.#buf;
-    let at = this.#len;
-    for (let i = 0; i < VALUE_PREFIX.length; i++) buf[at++] = VALUE_PREFIX[i]!;
-    if (encoded > 0) at += (buf as BufferWorkers).latin1Write((page as BufferWorkers).base64Slice(start, end), at);
-    buf[at++] = LF;
-    this.#len = at;
+    this.#room(valueReplyLength(end - start));
+    this.#len = writeValueReply(this.#buf, this.#len, page, start, end);
   }
 
   /** Hands what was built to the socket in one write; returns the byte count. */

@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { MAX_KEY_BYTES } from '../protocol/limits.ts';
 
 // The snapshot file format (version 1), all integers little-endian:
 //
@@ -27,7 +28,6 @@ export const RECORD_HEAD_BYTES = 14;
 export const TRAILER_BYTES = 13;
 const RECORD = 0x01;
 const END = 0xff;
-const MAX_KEY_BYTES = 250;
 
 export type SnapshotFormatErrorReason = 'truncated' | 'checksum' | 'version' | 'magic' | 'corrupt';
 

@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
+import { MAX_CONNECTIONS_REPLY, statsReply } from '../protocol/replies.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { ClientConnection, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
@@ -30,7 +31,6 @@ export interface StoreServerOptions {
 
 // A refused connection gets this long to read its refusal and close.
 const LINGER_MS = 5000;
-const MAX_CONNECTIONS_REPLY = 'ERROR max connections reached\n';
 /** Most often the stall check runs: a quarter of the time-out, at most once a second. */
 const STALL_CHECK_MAX_MS = 1000;
 
@@ -59,7 +59,7 @@ export class StoreServer {
     this.metrics = options.metrics;
     this.#context = {
       maxLineBytes: options.maxLineBytes,
-      runner: new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsLine: () => this.statsLine() }),
+      runner: new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply() }),
       replyPool: new ReplyBufferPool(),
       turns: new TurnScheduler(),
       metrics: options.metrics,
@@ -149,16 +149,23 @@ export class StoreServer {
     }
   }
 
-  /** The STATS reply (without LF). */
-  statsLine(): string {
+  /** The STATS reply, LF included. */
+  statsReply(): string {
     const e = this.options.engine;
-    const uptime = Math.floor((performance.now() - this.#startedAt) / 1000);
-    return (
-      `STATS keys=${e.keyCount} usage_bytes=${e.usageBytes} max_memory_bytes=${e.maxMemoryBytes}` +
-      ` eviction_policy=${this.options.evictionPolicy} connections=${this.#connections.size}` +
-      ` total_connections=${this.metrics.connectionsTotal} rejected_connections=${this.metrics.rejectedConnections}` +
-      ` evictions=${e.evictions} expired=${e.expired} hits=${e.hits} misses=${e.misses} uptime_seconds=${uptime}`
-    );
+    return statsReply({
+      keys: e.keyCount,
+      usage_bytes: e.usageBytes,
+      max_memory_bytes: e.maxMemoryBytes,
+      eviction_policy: this.options.evictionPolicy,
+      connections: this.#connections.size,
+      total_connections: this.metrics.connectionsTotal,
+      rejected_connections: this.metrics.rejectedConnections,
+      evictions: e.evictions,
+      expired: e.expired,
+      hits: e.hits,
+      misses: e.misses,
+      uptime_seconds: Math.floor((performance.now() - this.#startedAt) / 1000),
+    });
   }
 
   /**

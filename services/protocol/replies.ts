@@ -1,0 +1,161 @@
+import { PARSE_ERROR_REASONS } from './command-parser.ts';
+import { base64Length } from './limits.ts';
+
+/**
+ * The store's reply lines (SPEC §1), both ways, in one place: the store writes them with
+ * the encoders below, and the client library and the CLI read them with decodeReply.
+ * test/protocol-replies.test.ts round-trips every kind and fails when a module outside
+ * services/protocol/ spells a reply of its own.
+ *
+ * The encoders suit the store's hot path: the fixed replies are byte constants that the
+ * store copies into its reply buffer, a GET's reply is written straight into that buffer
+ * (base64 included), and only USAGE, TTL and STATS build a short string.
+ */
+
+/** The first word of each kind of reply line. */
+export const REPLY_WORDS = Object.freeze({
+  ok: 'OK',
+  notFound: 'NOT_FOUND',
+  pong: 'PONG',
+  bye: 'BYE',
+  value: 'VALUE',
+  usage: 'USAGE',
+  ttl: 'TTL',
+  stats: 'STATS',
+  error: 'ERROR',
+});
+
+/** The reasons of `ERROR <reason>` other than the parse errors (those are the parser's reasons, read with spaces). */
+export const ERROR_REASONS = Object.freeze({
+  outOfMemory: 'out of memory',
+  lineTooLong: 'line too long',
+  maxConnections: 'max connections reached',
+});
+
+/** `ERROR <reason>` without its LF. */
+export const errorLine = (reason: string): string => `${REPLY_WORDS.error} ${reason}`;
+
+// --- Encoding (the store) -------------------------------------------------------------
+
+const LF = 0x0a;
+const fixed = (line: string): Buffer => Buffer.from(`${line}\n`, 'latin1');
+
+export const OK_REPLY = fixed(REPLY_WORDS.ok);
+export const NOT_FOUND_REPLY = fixed(REPLY_WORDS.notFound);
+export const PONG_REPLY = fixed(REPLY_WORDS.pong);
+export const BYE_REPLY = fixed(REPLY_WORDS.bye);
+export const OUT_OF_MEMORY_REPLY = fixed(errorLine(ERROR_REASONS.outOfMemory));
+export const LINE_TOO_LONG_REPLY = fixed(errorLine(ERROR_REASONS.lineTooLong));
+export const MAX_CONNECTIONS_REPLY = fixed(errorLine(ERROR_REASONS.maxConnections));
+
+/** The reason of each parse error code as the reply says it (index 0 unused). */
+export const PARSE_ERROR_REPLY_REASONS: readonly string[] = PARSE_ERROR_REASONS.map((r) => r.replaceAll('_', ' '));
+/** The reply line of each parse error code, LF included (index 0 unused). */
+export const PARSE_ERROR_REPLIES: readonly string[] = PARSE_ERROR_REPLY_REASONS.map((r) => (r === '' ? '' : `${errorLine(r)}\n`));
+/** The same as bytes, for the store's reply buffer. */
+export const PARSE_ERROR_REPLY_BYTES: readonly Buffer[] = PARSE_ERROR_REPLIES.map((r) => Buffer.from(r, 'latin1'));
+
+/** `USAGE <bytes>` with its LF. */
+export const usageReply = (bytes: number): string => `${REPLY_WORDS.usage} ${bytes}\n`;
+
+/** `TTL <seconds>` (-1: no expiry) with its LF. */
+export const ttlReply = (seconds: number): string => `${REPLY_WORDS.ttl} ${seconds}\n`;
+
+/** `STATS name=value ...` with its LF; names and values hold no space or `=`. */
+export function statsReply(stats: Readonly<Record<string, string | number>>): string {
+  let line: string = REPLY_WORDS.stats;
+  for (const name in stats) line += ` ${name}=${stats[name]}`;
+  return `${line}\n`;
+}
+
+const VALUE_PREFIX = Buffer.from(`${REPLY_WORDS.value} `, 'latin1');
+
+/** Bytes of `VALUE <base64>\n` for a value of `valueBytes` bytes. */
+export const valueReplyLength = (valueBytes: number): number => VALUE_PREFIX.length + base64Length(valueBytes) + 1;
+
+// What buf.toString('base64', start, end) and buf.write(text, at, 'latin1') call once they
+// have checked and normalised their arguments; on a path run for every GET that
+// normalising is a measurable share of the cost, and here the arguments are known good.
+type BufferWorkers = Buffer & {
+  base64Slice(start: number, end: number): string;
+  latin1Write(text: string, at: number): number;
+};
+
+/**
+ * Writes `VALUE <base64 of page[start, end)>\n` into target at `at` (which has room for
+ * valueReplyLength) and returns the offset after it.
+ */
+export function writeValueReply(target: Buffer, at: number, page: Buffer, start: number, end: number): number {
+  for (let i = 0; i < VALUE_PREFIX.length; i++) target[at++] = VALUE_PREFIX[i]!;
+  if (end > start) at += (target as BufferWorkers).latin1Write((page as BufferWorkers).base64Slice(start, end), at);
+  target[at++] = LF;
+  return at;
+}
+
+// --- Decoding (the client library, the CLI) -------------------------------------------
+
+/** One reply line, read. `unknown` is any line the protocol does not define. */
+export type Reply =
+  | { readonly kind: 'ok' }
+  | { readonly kind: 'not_found' }
+  | { readonly kind: 'pong' }
+  | { readonly kind: 'bye' }
+  | { readonly kind: 'value'; readonly value: Buffer }
+  | { readonly kind: 'usage'; readonly bytes: number }
+  | { readonly kind: 'ttl'; readonly seconds: number }
+  | { readonly kind: 'stats'; readonly stats: Readonly<Record<string, string>> }
+  | { readonly kind: 'error'; readonly reason: string }
+  | { readonly kind: 'unknown'; readonly line: string };
+
+export type ReplyKind = Reply['kind'];
+
+/** The kinds the protocol defines (every one but `unknown`): each has its encoder above. */
+export const REPLY_KINDS = Object.freeze(['ok', 'not_found', 'pong', 'bye', 'value', 'usage', 'ttl', 'stats', 'error'] as const satisfies readonly Exclude<ReplyKind, 'unknown'>[]);
+
+// The replies without a payload are shared: reading them allocates nothing.
+const OK: Reply = Object.freeze({ kind: 'ok' });
+const NOT_FOUND: Reply = Object.freeze({ kind: 'not_found' });
+const PONG: Reply = Object.freeze({ kind: 'pong' });
+const BYE: Reply = Object.freeze({ kind: 'bye' });
+
+const VALUE_WITH_SPACE = `${REPLY_WORDS.value} `;
+const ERROR_WITH_SPACE = `${REPLY_WORDS.error} `;
+const STATS_WITH_SPACE = `${REPLY_WORDS.stats} `;
+const USAGE_LINE = new RegExp(`^${REPLY_WORDS.usage} (\\d+)$`);
+const TTL_LINE = new RegExp(`^${REPLY_WORDS.ttl} (-1|\\d+)$`);
+
+/** Reads one reply line (without its LF; a trailing CR already dropped by the framer). */
+export function decodeReply(line: string): Reply {
+  switch (line) {
+    case REPLY_WORDS.ok:
+      return OK;
+    case REPLY_WORDS.notFound:
+      return NOT_FOUND;
+    case REPLY_WORDS.pong:
+      return PONG;
+    case REPLY_WORDS.bye:
+      return BYE;
+    // An empty value is `VALUE ` (SPEC); a line stripped of its trailing space is read the same.
+    case REPLY_WORDS.value:
+      return { kind: 'value', value: Buffer.alloc(0) };
+    case REPLY_WORDS.stats:
+      return { kind: 'stats', stats: {} };
+  }
+  if (line.startsWith(VALUE_WITH_SPACE)) return { kind: 'value', value: Buffer.from(line.slice(VALUE_WITH_SPACE.length), 'base64') };
+  if (line.startsWith(ERROR_WITH_SPACE)) return { kind: 'error', reason: line.slice(ERROR_WITH_SPACE.length) };
+  if (line.startsWith(STATS_WITH_SPACE)) return { kind: 'stats', stats: statsOf(line.slice(STATS_WITH_SPACE.length)) };
+  let m = TTL_LINE.exec(line);
+  if (m) return { kind: 'ttl', seconds: Number(m[1]) };
+  m = USAGE_LINE.exec(line);
+  if (m) return { kind: 'usage', bytes: Number(m[1]) };
+  return { kind: 'unknown', line };
+}
+
+function statsOf(pairs: string): Record<string, string> {
+  const stats: Record<string, string> = {};
+  for (const pair of pairs.split(' ')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) stats[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return stats;
+}
