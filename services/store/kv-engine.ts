@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { arenaSlackBytes, RecordArena } from './record-arena.ts';
 import { type SetOutcome, type StoreEngine, ValueLocation } from './store-engine.ts';
@@ -117,8 +117,6 @@ interface Walk {
 export const DEFAULT_SWEEP_MS = 2;
 /** Sweep steps per millisecond of budget, so a frozen or fake clock still bounds a call. */
 export const SWEEP_ENTRIES_PER_MS = 10_000;
-/** Longest key in bytes (SPEC §1); key lengths are held in a byte per slot. */
-export const MAX_KEY_BYTES = 250;
 /** Most keys one engine holds: slot numbers times the slot size must stay within int32. */
 export const MAX_KEYS = 2 ** 27;
 /** The footprint limit is this times the cap, plus the arena's fixed slack. */
