@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { TurnBatcher } from '../shared/turn-batcher.ts';
 import { StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { RequestQueue } from './request-queue.ts';
 import type { Payload } from './store-commands.ts';
@@ -44,8 +45,14 @@ export class CommandPipeline {
   #unsent = new RequestQueue<Request>();
   #awaiting = new RequestQueue<Request>();
   #deadlineTimer: NodeJS.Timeout | undefined;
-  /** Lines written in this turn of the event loop, sent together by #sendBatch. */
-  #batch: Payload[] = [];
+  /**
+   * Lines written in this turn of the event loop, sent together at its end: every command
+   * issued in the turn (all the HTTP requests parsed from one poll of the sockets, not
+   * only one tick) goes out in one write, one syscall here and one read on the store
+   * instead of one per command.
+   */
+  readonly #batch = new TurnBatcher<Payload>((batch) => this.#sendBatch(batch));
+  /** The socket the batch was started on. */
   #batchSocket: Socket | undefined;
 
   constructor(options: CommandPipelineOptions, transport: PipelineTransport) {
@@ -102,27 +109,19 @@ export class CommandPipeline {
 
   /** Forgets unsent lines of a socket that is gone (their commands are rejected with it). */
   dropBatch(): void {
-    this.#batch = [];
+    this.#batch.discard();
     this.#batchSocket = undefined;
   }
 
   #write(socket: Socket, request: Request): void {
-    if (this.#batchSocket === undefined) {
-      // Every command issued in this turn of the event loop (all the HTTP requests
-      // parsed from one poll of the sockets, not only one tick) goes out in one write:
-      // one syscall here and one read on the store instead of one per command.
-      this.#batchSocket = socket;
-      setImmediate(this.#sendBatch);
-    }
-    this.#batch.push(request.payload);
+    this.#batchSocket ??= socket;
+    this.#batch.add(request.payload);
     this.#awaiting.push(request);
   }
 
-  readonly #sendBatch = (): void => {
+  #sendBatch(batch: Payload[]): void {
     const socket = this.#batchSocket;
-    const batch = this.#batch;
     this.#batchSocket = undefined;
-    this.#batch = [];
     // The socket died (or was replaced) meanwhile: its commands were rejected with it.
     if (!socket || socket !== this.#transport.commandSocket || socket.destroyed) return;
     if (batch.every((p) => typeof p === 'string')) {
@@ -132,7 +131,7 @@ export class CommandPipeline {
     const parts: Buffer[] = [];
     for (const p of batch) parts.push(typeof p === 'string' ? Buffer.from(p, 'utf8') : p, NEWLINE);
     socket.write(Buffer.concat(parts));
-  };
+  }
 
   #armDeadline(): void {
     if (this.#deadlineTimer) return;

@@ -1,4 +1,5 @@
 import { pino, type DestinationStream } from 'pino';
+import { TurnBatcher } from './turn-batcher.ts';
 
 type SonicBoom = ReturnType<typeof pino.destination>;
 
@@ -8,43 +9,35 @@ type SonicBoom = ReturnType<typeof pino.destination>;
  * that whole string's byte length, which flattens it; when a busy turn logs fifty
  * access lines, that is a copy of everything pending per line (7% of the backend's
  * CPU under load). Joining a turn's lines once costs one copy. Lines reach SonicBoom
- * at the end of the turn they were logged in (setImmediate), in order; flush,
+ * at the end of the turn they were logged in (TurnBatcher), in order; flush,
  * flushSync and process exit hand over what is pending first, so nothing is lost.
  */
 export class TurnBatchedDestination implements DestinationStream {
   readonly #target: SonicBoom;
-  #lines: string[] = [];
+  readonly #lines = new TurnBatcher<string>((lines) => {
+    holding.delete(this);
+    this.#target.write(lines.length === 1 ? lines[0]! : lines.join(''));
+  });
 
   constructor(target: SonicBoom) {
     this.#target = target;
   }
 
   write(line: string): void {
-    // The turn's first line schedules the hand-over.
-    if (this.#lines.push(line) === 1) {
-      setImmediate(this.#handOver);
-      holdingLines(this);
-    }
+    this.#lines.add(line);
+    if (this.#lines.size === 1) holdingLines(this);
   }
 
   /** pino's logger.flush(cb). */
   flush(cb?: (err?: Error) => void): void {
-    this.#handOver();
+    this.#lines.flush();
     this.#target.flush(cb);
   }
 
   flushSync(): void {
-    this.#handOver();
+    this.#lines.flush();
     this.#target.flushSync();
   }
-
-  readonly #handOver = (): void => {
-    holding.delete(this);
-    const lines = this.#lines;
-    if (lines.length === 0) return;
-    this.#lines = [];
-    this.#target.write(lines.length === 1 ? lines[0]! : lines.join(''));
-  };
 
   /** At process exit: lines still held here are written synchronously (SonicBoom's own exit flush does not know them). */
   handOverAtExit(): void {

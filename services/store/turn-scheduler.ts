@@ -1,3 +1,5 @@
+import { TurnEnd } from '../shared/turn-batcher.ts';
+
 /** What a connection does at the turns of the event loop. */
 export interface TurnWork {
   /** Owned by the TurnScheduler: which of its lists the work is in (so each holds it once). */
@@ -12,19 +14,24 @@ const ENDING = 1;
 const RESUMING = 2;
 
 /**
- * Gives connections two hooks on the event loop: the end of the current turn (setImmediate
- * runs after the poll phase has read every ready socket, so replies go out together, as
- * Redis writes in beforeSleep, and a client with many connections is woken once, not per
- * reply) and a later turn, for a connection that used up its budget: it continues only
- * after the next poll phase has served everyone else.
+ * Gives connections two hooks on the event loop: the end of the current turn (TurnEnd:
+ * setImmediate runs after the poll phase has read every ready socket, so replies go out
+ * together, as Redis writes in beforeSleep, and a client with many connections is woken
+ * once, not per reply) and a later turn, for a connection that used up its budget: it
+ * continues only after the next poll phase has served everyone else.
+ *
+ * It keeps its own two lists rather than two TurnBatchers: one turn end serves both,
+ * resumed work first, so its replies join those of the connections read in the same
+ * turn. With a batcher each, two setImmediates could fall in one check phase in either
+ * order, and a connection that ended its turn in the first could resume in the second,
+ * before the next poll phase has served the others.
  */
 export class TurnScheduler {
   #ending: TurnWork[] = [];
   #resuming: TurnWork[] = [];
-  #scheduled = false;
+  readonly #turnEnd = new TurnEnd(() => this.#run());
 
-  readonly #run = (): void => {
-    this.#scheduled = false;
+  #run(): void {
     if (this.#resuming.length > 0) {
       const resuming = this.#resuming;
       this.#resuming = [];
@@ -37,16 +44,16 @@ export class TurnScheduler {
     this.#ending = [];
     for (const w of ending) {
       w.turnQueues &= ~ENDING;
-      w.endTurn(); // may ask for a later turn: scheduled anew
+      w.endTurn(); // may ask for a later turn: served at the next turn end
     }
-  };
+  }
 
   atEndOfTurn(work: TurnWork): void {
     if ((work.turnQueues & ENDING) === 0) {
       work.turnQueues |= ENDING;
       this.#ending.push(work);
     }
-    this.#schedule();
+    this.#turnEnd.request();
   }
 
   inLaterTurn(work: TurnWork): void {
@@ -54,14 +61,6 @@ export class TurnScheduler {
       work.turnQueues |= RESUMING;
       this.#resuming.push(work);
     }
-    this.#schedule();
-  }
-
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    // Called from the check phase (a turn's end) this runs in the next loop iteration,
-    // after its poll phase.
-    setImmediate(this.#run);
+    this.#turnEnd.request();
   }
 }
