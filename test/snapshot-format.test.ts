@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HEADER_BYTES, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+import { HEADER_BYTES, RECORD_HEAD_BYTES, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 interface Entry {
   key: Buffer;
@@ -131,5 +131,21 @@ describe('snapshot format', () => {
     expect(reasonOf(() => decode(flagged))).toBe('version');
     expect(reasonOf(() => decode(Buffer.concat([file, Buffer.from([1])])))).toBe('corrupt');
     expect(reasonOf(() => decode(Buffer.from('not a snapshot at all, just text')))).toBe('magic');
+  });
+
+  it('reads a size hint (record count, average key and value bytes) from the trailer alone', () => {
+    const entries = sample.slice(0, 4);
+    const { file } = encode(entries);
+    const tail = file.subarray(file.length - TRAILER_BYTES);
+    const payload = entries.reduce((sum, e) => sum + e.key.length + e.value.length, 0);
+    expect(sizeHintOf(file.length, tail)).toEqual({ records: 4, recordBytes: payload / 4 });
+    expect(sizeHintOf(file.length, file.subarray(file.length - TRAILER_BYTES - 1, file.length - 1))).toBeUndefined();
+    expect(sizeHintOf(file.length, tail.subarray(1))).toBeUndefined();
+    // A count the file cannot hold (records of at least a 1-byte key each) is no hint.
+    const lying = Buffer.from(tail);
+    lying.writeBigUInt64LE(BigInt(Math.ceil(file.length / (RECORD_HEAD_BYTES + 1))), 1);
+    expect(sizeHintOf(file.length, lying)).toBeUndefined();
+    const { file: empty } = encode([]);
+    expect(sizeHintOf(empty.length, empty.subarray(empty.length - TRAILER_BYTES))).toBeUndefined();
   });
 });

@@ -12,6 +12,8 @@ export interface SnapshotFileHandle {
   read(buffer: Uint8Array, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
   sync(): Promise<void>;
   close(): Promise<void>;
+  /** The file's size; without it a reader gets no size hint (peekTail is not called). */
+  stat?(): Promise<{ size: number }>;
 }
 
 /** The file-system calls the snapshot code makes; tests inject failures (a full disk) here. */
@@ -143,11 +145,23 @@ async function syncDirectory(fs: SnapshotFileSystem, dir: string): Promise<void>
 
 const READ_CHUNK_BYTES = 1 << 20;
 
+/** Asks for the file's last `bytes` bytes before the first chunk (a load reads its record count there). */
+export interface TailPeek {
+  readonly bytes: number;
+  seen(fileBytes: number, tail: Buffer): void;
+}
+
 /**
  * Feeds the file at `path` to `push` in chunks (each a fresh buffer: the decoder keeps a
- * chunk while a record spans several). Resolves false when there is no such file.
+ * chunk while a record spans several). Resolves false when there is no such file. With
+ * `peek`, the file's size and last bytes go to it first (when the file is that long).
  */
-export async function readSnapshotFile(path: string, push: (chunk: Buffer) => void, fs: SnapshotFileSystem = nodeFileSystem): Promise<boolean> {
+export async function readSnapshotFile(
+  path: string,
+  push: (chunk: Buffer) => void,
+  fs: SnapshotFileSystem = nodeFileSystem,
+  peek?: TailPeek,
+): Promise<boolean> {
   let handle: SnapshotFileHandle;
   try {
     handle = await fs.open(path, 'r');
@@ -156,6 +170,14 @@ export async function readSnapshotFile(path: string, push: (chunk: Buffer) => vo
     throw err;
   }
   try {
+    if (peek !== undefined && handle.stat !== undefined) {
+      const { size } = await handle.stat();
+      if (size >= peek.bytes) {
+        const tail = Buffer.alloc(peek.bytes);
+        const { bytesRead } = await handle.read(tail, 0, tail.length, size - tail.length);
+        if (bytesRead === tail.length) peek.seen(size, tail);
+      }
+    }
     for (;;) {
       const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
       const { bytesRead } = await handle.read(buf, 0, buf.length, null);

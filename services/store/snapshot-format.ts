@@ -41,6 +41,26 @@ export class SnapshotFormatError extends Error {
   }
 }
 
+/** What a file's size and trailer suggest it holds; a hint only, as the trailer is not checked yet. */
+export interface SnapshotSizeHint {
+  readonly records: number;
+  /** Average key plus value bytes of a record. */
+  readonly recordBytes: number;
+}
+
+/**
+ * Reads the record count from `tail`, the file's last TRAILER_BYTES bytes, before the
+ * records are read: undefined when they do not look like a trailer of a file that size.
+ */
+export function sizeHintOf(fileBytes: number, tail: Buffer): SnapshotSizeHint | undefined {
+  if (tail.length !== TRAILER_BYTES || tail[0] !== END) return undefined;
+  const records = Number(tail.readBigUInt64LE(1));
+  if (records === 0) return undefined;
+  const recordBytes = (fileBytes - HEADER_BYTES - TRAILER_BYTES) / records - RECORD_HEAD_BYTES;
+  // Each record holds a key of at least one byte.
+  return recordBytes >= 1 ? { records, recordBytes } : undefined;
+}
+
 const DEFAULT_CHUNK_BYTES = 1 << 20;
 
 /**
