@@ -22,14 +22,22 @@ function encode(entries: readonly Entry[], createdAtMs = 1_700_000_000_000, chun
   return { file, chunks };
 }
 
-/** Decodes `file` fed in pieces of `step` bytes (0 = whole). */
+/**
+ * Decodes `file` fed in pieces of `step` bytes (0 = whole), each through one scratch buffer
+ * that is overwritten after every push (as the file reader reuses its buffers).
+ */
 function decode(file: Buffer, step = 0): { entries: Entry[]; createdAtMs: number; records: number } {
   const entries: Entry[] = [];
   const dec = new SnapshotDecoder((src, ks, ke, vs, ve, expiresAtMs) => {
     entries.push({ key: Buffer.from(src.subarray(ks, ke)), value: Buffer.from(src.subarray(vs, ve)), expiresAtMs });
   });
   const size = step === 0 ? Math.max(file.length, 1) : step;
-  for (let i = 0; i < file.length; i += size) dec.push(file.subarray(i, i + size));
+  const scratch = Buffer.alloc(size);
+  for (let i = 0; i < file.length; i += size) {
+    const n = file.copy(scratch, 0, i, i + size);
+    dec.push(scratch.subarray(0, n));
+    scratch.fill(0xee);
+  }
   const summary = dec.end();
   expect(summary.bytes).toBe(file.length);
   return { entries, createdAtMs: summary.createdAtMs, records: summary.records };

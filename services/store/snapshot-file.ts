@@ -152,9 +152,10 @@ export interface TailPeek {
 }
 
 /**
- * Feeds the file at `path` to `push` in chunks (each a fresh buffer: the decoder keeps a
- * chunk while a record spans several). Resolves false when there is no such file. With
- * `peek`, the file's size and last bytes go to it first (when the file is that long).
+ * Feeds the file at `path` to `push` in chunks of up to READ_CHUNK_BYTES; a chunk's buffer
+ * is reused once push returns. The next chunk is read while push works on one. Resolves
+ * false when there is no such file. With `peek`, the file's size and last bytes go to it
+ * first (when the file is that long).
  */
 export async function readSnapshotFile(
   path: string,
@@ -169,6 +170,7 @@ export async function readSnapshotFile(
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
+  let reading: Promise<{ bytesRead: number }> | undefined;
   try {
     if (peek !== undefined && handle.stat !== undefined) {
       const { size } = await handle.stat();
@@ -178,13 +180,22 @@ export async function readSnapshotFile(
         if (bytesRead === tail.length) peek.seen(size, tail);
       }
     }
+    // Two buffers, taking turns: one being read into, one being parsed; nothing allocated per chunk.
+    const buffers = [Buffer.allocUnsafe(READ_CHUNK_BYTES), Buffer.allocUnsafe(READ_CHUNK_BYTES)] as const;
+    let turn = 0;
+    reading = handle.read(buffers[0], 0, READ_CHUNK_BYTES, null);
     for (;;) {
-      const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      const { bytesRead } = await reading;
+      reading = undefined;
       if (bytesRead === 0) return true;
-      push(buf.subarray(0, bytesRead));
+      const chunk = buffers[turn]!.subarray(0, bytesRead);
+      turn ^= 1;
+      reading = handle.read(buffers[turn]!, 0, READ_CHUNK_BYTES, null);
+      push(chunk);
     }
   } finally {
+    // A push that threw leaves a read under way: it ends before the handle closes.
+    await reading?.catch(() => {});
     await handle.close();
   }
 }

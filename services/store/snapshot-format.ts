@@ -168,7 +168,7 @@ export interface SnapshotSummary {
  */
 export class SnapshotDecoder {
   readonly #onRecord: RecordHandler;
-  /** Bytes not yet consumed, in arrival order. */
+  /** Bytes not yet consumed (copies), in arrival order. */
   #pieces: Buffer[] = [];
   #pendingBytes = 0;
   /** Pending bytes needed before parsing can move on. */
@@ -185,21 +185,50 @@ export class SnapshotDecoder {
     this.#onRecord = onRecord;
   }
 
-  /** Takes `chunk` (it may be kept until the record it ends is whole: do not reuse it). */
+  /** Takes `chunk`; the caller may reuse it once push returns (what is kept is copied). */
   push(chunk: Buffer): void {
-    if (chunk.length === 0) return;
-    // Pieces wait until there are enough bytes for the next step, so a record spread over
-    // many chunks is joined once, not once per chunk.
-    this.#pieces.push(chunk);
-    this.#pendingBytes += chunk.length;
-    if (this.#pendingBytes < this.#need) return;
-    const buf = this.#pieces.length === 1 ? this.#pieces[0]! : Buffer.concat(this.#pieces, this.#pendingBytes);
+    let at = 0;
+    // Bytes kept from earlier chunks wait for the rest of a step (a header, a record): join
+    // them with just the bytes of this chunk that step needs, not the whole chunk, so each
+    // byte of the file is copied at most once more when records straddle chunks.
+    while (this.#pendingBytes > 0 && at < chunk.length) {
+      const take = Math.min(this.#need - this.#pendingBytes, chunk.length - at);
+      this.#pieces.push(Buffer.from(chunk.subarray(at, at + take)));
+      this.#pendingBytes += take;
+      at += take;
+      if (this.#pendingBytes < this.#need) return;
+      const joined = this.#pieces.length === 1 ? this.#pieces[0]! : Buffer.concat(this.#pieces, this.#pendingBytes);
+      this.#pieces = [];
+      this.#pendingBytes = 0;
+      const used = this.#parse(joined);
+      this.#consumed(joined, used);
+      if (used < joined.length) {
+        this.#pieces.push(joined.subarray(used)); // the decoder's own copy
+        this.#pendingBytes = joined.length - used;
+      }
+    }
+    if (at === chunk.length) return;
+    // Nothing pending: records are read in place.
+    const rest = at === 0 ? chunk : chunk.subarray(at);
+    const used = this.#parse(rest);
+    this.#consumed(rest, used);
+    if (used < rest.length) {
+      this.#pieces.push(Buffer.from(rest.subarray(used)));
+      this.#pendingBytes = rest.length - used;
+    }
+  }
+
+  /**
+   * Reads the header (if not yet read) and the whole records at the start of `buf`; sets
+   * #need to the bytes the next step needs when buf ends inside it. Returns the bytes read.
+   */
+  #parse(buf: Buffer): number {
     let at = 0;
     this.#need = 0;
     if (!this.#header) {
       if (buf.length < HEADER_BYTES) {
-        this.#keep(buf, 0, HEADER_BYTES);
-        return;
+        this.#need = HEADER_BYTES;
+        return 0;
       }
       this.#readHeader(buf);
       at = HEADER_BYTES;
@@ -235,7 +264,7 @@ export class SnapshotDecoder {
       this.#records++;
       at += size;
     }
-    this.#keep(buf, at, this.#need);
+    return at;
   }
 
   /** Checks that the trailer was read and matched; returns what the file held. */
@@ -267,15 +296,10 @@ export class SnapshotDecoder {
     this.#ended = true;
   }
 
-  /** Folds the consumed bytes into the checksum and keeps the unconsumed tail until `need` bytes are pending. */
-  #keep(buf: Buffer, at: number, need: number): void {
-    // After the trailer the checksum is final; before it, consumed bytes join the running CRC.
-    if (!this.#ended) this.#crc = crc32(buf.subarray(0, at), this.#crc);
-    this.#bytes += at;
-    // Copy the tail: the caller may reuse its buffer, and a few bytes must not pin a large one.
-    this.#pieces = at === buf.length ? [] : [Buffer.from(buf.subarray(at))];
-    this.#pendingBytes = buf.length - at;
-    this.#need = need;
+  /** Folds the bytes read from `buf` into the count and, until the trailer, the checksum. */
+  #consumed(buf: Buffer, used: number): void {
+    // After the trailer the checksum is final (#readTrailer folded this buffer up to it).
+    if (!this.#ended) this.#crc = crc32(buf.subarray(0, used), this.#crc);
+    this.#bytes += used;
   }
-
 }
