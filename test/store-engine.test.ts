@@ -444,6 +444,18 @@ describe('incremental growth and shrinking', () => {
     expect(engine.footprintBytes - engine.arenaBytes).toBe(footprint - arena);
     engine.verifyInvariants();
     for (let i = 0; i < n; i += 97) expect(engine.get(`r${i}`)).toBe(v);
+    // While reserved, an insert skips the chain walk only for a key it has not seen: a key
+    // set again, or deleted and set again, stays one key.
+    for (let i = 0; i < n; i += 10) expect(engine.set(`r${i}`, b64(`again${i}`))).toBe('ok');
+    let keys = n;
+    for (let i = 5; i < n; i += 10, keys--) expect(engine.delete(`r${i}`)).toBe(true);
+    for (let i = 5; i < n; i += 20, keys++) expect(engine.set(`r${i}`, b64(`back${i}`))).toBe('ok');
+    expect(engine.keyCount).toBe(keys);
+    engine.verifyInvariants();
+    for (let i = 0; i < n; i += 10) expect(engine.get(`r${i}`)).toBe(b64(`again${i}`));
+    for (let i = 5; i < n; i += 10) expect(engine.get(`r${i}`)).toBe(i % 20 === 5 ? b64(`back${i}`) : undefined);
+    engine.endReserve();
+    engine.verifyInvariants();
     expect(() => engine.reserve(10, 12)).toThrow(/empty engine/);
 
     // Fewer keys than reserved: endReserve lets the table shrink and gives the slot room back.
