@@ -430,8 +430,12 @@ export class KvEngine implements StoreEngine {
     if (fresh) this.#set(slot, CHUNK, arena.alloc(cls, slot, size));
     const c = arena.classes[cls]!;
     const i = this.#get(slot, CHUNK);
-    if (fresh) c.write(i, 0, buf, ks, ke);
-    c.write(i, klen, buf, vs, ve);
+    // Key and value side by side in buf (a snapshot record): one copy for the record.
+    if (fresh && ke === vs) c.write(i, 0, buf, ks, ve);
+    else {
+      if (fresh) c.write(i, 0, buf, ks, ke);
+      c.write(i, klen, buf, vs, ve);
+    }
     this.#set(slot, META, klen | (cls << CLS_SHIFT));
     this.#set(slot, VLEN, vlen);
     if (ttlMs !== undefined) {

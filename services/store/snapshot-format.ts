@@ -258,7 +258,8 @@ export class SnapshotDecoder {
         this.#need = size;
         break;
       }
-      const expiresAtMs = buf.readDoubleLE(at + 6);
+      // Most records have no expiry: eight zero bytes, no float to assemble.
+      const expiresAtMs = buf.readInt32LE(at + 6) === 0 && buf.readInt32LE(at + 10) === 0 ? 0 : buf.readDoubleLE(at + 6);
       const ks = at + RECORD_HEAD_BYTES;
       this.#onRecord(buf, ks, ks + k, ks + k, ks + k + v, expiresAtMs);
       this.#records++;
