@@ -517,6 +517,35 @@ describe('incremental growth and shrinking', () => {
     }
   });
 
+  it('a load past the footprint limit with a reserve keeps the most recent keys, within a step of the same count', () => {
+    // 8-byte keys and 20-byte values: the slots and buckets, not USAGE, reach the limit first.
+    const options = { maxMemoryBytes: 8 << 20 };
+    const plain = engineWith(options).engine;
+    const reserved = engineWith(options).engine;
+    const n = 300_000;
+    expect(reserved.reserve(n, 28)).toBeLessThan(n);
+    const value = Buffer.alloc(20, 0x41);
+    const keyOf = (i: number): string => `k${String(i).padStart(7, '0')}`;
+    for (let i = 0; i < n; i++) {
+      plain.setBytes(keyOf(i), value, 0, value.length);
+      reserved.setBytes(keyOf(i), value, 0, value.length);
+      if (i % 50_000 === 0) expect(reserved.footprintBytes).toBeLessThanOrEqual(reserved.footprintLimitBytes);
+    }
+    reserved.endReserve();
+    plain.verifyInvariants();
+    reserved.verifyInvariants();
+    expect(plain.footprintEvictions).toBeGreaterThan(0);
+    expect(reserved.footprintEvictions).toBeGreaterThan(0);
+    // Tables sized at once instead of in growth steps: at most a growth step's worth more keys.
+    expect(reserved.keyCount).toBeGreaterThanOrEqual(plain.keyCount);
+    expect(reserved.keyCount).toBeLessThanOrEqual(plain.keyCount + SLOT_GROWTH);
+    for (const engine of [plain, reserved]) {
+      const first = n - engine.keyCount;
+      expect(engine.get(keyOf(first - 1))).toBeUndefined();
+      for (let i = first; i < n; i += 101) expect(engine.get(keyOf(i))).toBeDefined();
+    }
+  });
+
   it('rejects table options that are not powers of two or steps below one', () => {
     const base = { maxMemoryBytes: 10, evictionPolicy: 'lru' } as const;
     expect(() => new KvEngine({ ...base, minBuckets: 3 })).toThrow(/minBuckets/);

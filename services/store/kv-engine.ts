@@ -229,7 +229,8 @@ export class KvEngine implements StoreEngine {
    * Between reserve() and endReserve(): a bit per hash value's top bits, set for every key
    * inserted since, so an insert whose bit is clear skips the chain walk for a key that
    * cannot be there (a chain's slots are random reads; the filter, a byte per key, stays
-   * in cache). A set bit only means "look": removals leave their bits set.
+   * in cache). A set bit only means "look": removals leave their bits set. Scratch for the
+   * load, as its read buffers are: not part of the footprint, gone at endReserve().
    */
   #newKeyFilter: Uint8Array = NO_FILTER;
   /** h >>> #filterShift indexes a bit of #newKeyFilter. */
@@ -592,9 +593,8 @@ export class KvEngine implements StoreEngine {
     const arena = this.#arena;
     const cls = arena.classOf(Math.max(1, Math.ceil(recordBytes)));
     const chunkBytes = cls === arena.large ? Math.ceil(recordBytes / 4096) * 4096 : arena.classes[cls]!.size;
-    // A bucket costs 4 bytes, up to 8 per key when the table is a power of two above the
-    // keys; the filter a byte, up to 2.
-    const perKey = chunkBytes + SLOT_BYTES + 8 + 8 + 2;
+    // A bucket costs 4 bytes, up to 8 per key when the table is a power of two above the keys.
+    const perKey = chunkBytes + SLOT_BYTES + 8 + 8;
     const footprintRoom = this.footprintLimitBytes - this.footprintBytes;
     let n = Math.floor(Math.min(keys, this.maxKeys, this.maxMemoryBytes / Math.max(1, recordBytes), footprintRoom / perKey));
     if (!(n > 0)) return 0;
@@ -921,7 +921,7 @@ export class KvEngine implements StoreEngine {
   /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
   #tableBytes(): number {
     // During a resize both bucket tables are held.
-    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#buckets.byteLength + this.#next.byteLength + this.#newKeyFilter.byteLength;
+    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#buckets.byteLength + this.#next.byteLength;
   }
 
   /** True when adding `extra` bytes would take the footprint past its limit. */
