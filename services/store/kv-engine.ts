@@ -583,8 +583,8 @@ export class KvEngine implements StoreEngine {
    * grow the slot arrays step by step nor resize the hash table (a rehash while loading
    * moves every key again for nothing). Clamped to maxKeys and to the keys that can fit
    * under the cap and the footprint limit, counting each key's slot, bucket and chunk, so
-   * the room reserved never takes footprint from records a load keeps; past it the arrays
-   * grow as usual. The table does not shrink below its reserved size until endReserve().
+   * the room reserved is no more than the keys a load keeps would take anyway; past it the
+   * arrays grow as usual. The table does not shrink below its reserved size until endReserve().
    * Returns the keys room was made for.
    */
   reserve(keys: number, recordBytes: number): number {
@@ -596,7 +596,7 @@ export class KvEngine implements StoreEngine {
     // A bucket costs 4 bytes, up to 8 per key when the table is a power of two above the keys.
     const perKey = chunkBytes + SLOT_BYTES + 8 + 8;
     const footprintRoom = this.footprintLimitBytes - this.footprintBytes;
-    let n = Math.floor(Math.min(keys, this.maxKeys, this.maxMemoryBytes / Math.max(1, recordBytes), footprintRoom / perKey));
+    const n = Math.floor(Math.min(keys, this.maxKeys, this.maxMemoryBytes / Math.max(1, recordBytes), footprintRoom / perKey));
     if (!(n > 0)) return 0;
     const slots = n + 1; // and the sentinel
     if (slots > this.#expiresAt.length) {

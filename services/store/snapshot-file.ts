@@ -12,7 +12,7 @@ export interface SnapshotFileHandle {
   read(buffer: Uint8Array, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
   sync(): Promise<void>;
   close(): Promise<void>;
-  /** The file's size; without it a reader gets no size hint (peekTail is not called). */
+  /** The file's size; without it a reader gets no size hint (its peek is not called). */
   stat?(): Promise<{ size: number }>;
 }
 

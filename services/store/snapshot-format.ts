@@ -189,8 +189,8 @@ export class SnapshotDecoder {
   push(chunk: Buffer): void {
     let at = 0;
     // Bytes kept from earlier chunks wait for the rest of a step (a header, a record): join
-    // them with just the bytes of this chunk that step needs, not the whole chunk, so each
-    // byte of the file is copied at most once more when records straddle chunks.
+    // them with just the bytes of this chunk that step needs, not the whole chunk, so only
+    // records that straddle chunks are copied (kept, then joined once).
     while (this.#pendingBytes > 0 && at < chunk.length) {
       const take = Math.min(this.#need - this.#pendingBytes, chunk.length - at);
       this.#pieces.push(Buffer.from(chunk.subarray(at, at + take)));
