@@ -11,7 +11,7 @@ import { describe, it } from 'vitest';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
-import { SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
+import { sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 type Op =
   | { op: 'set'; key: string; value: Uint8Array; ttl?: number }
@@ -204,11 +204,16 @@ function snapshotAndReload(engine: KvEngine, options: KvEngineOptions): KvEngine
   encoder.finish();
   const fresh = new KvEngine(options);
   const now = options.now!();
+  const file = Buffer.concat(chunks);
+  // Sized up front from the trailer, as the store's load does.
+  const hint = sizeHintOf(file.length, file.subarray(file.length - TRAILER_BYTES));
+  if (hint !== undefined) fresh.reserve(hint.records, hint.recordBytes);
   const decoder = new SnapshotDecoder((src, ks, ke, vs, ve, expiresAt) => {
     if (fresh.restoreAt(src, ks, ke, vs, ve, expiresAt === 0 ? undefined : expiresAt - now) !== 'ok') throw new Error('reload refused a key');
   });
-  decoder.push(Buffer.concat(chunks));
+  decoder.push(file);
   decoder.end();
+  fresh.endReserve();
   return fresh;
 }
 

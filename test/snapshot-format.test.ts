@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HEADER_BYTES, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+import { HEADER_BYTES, RECORD_HEAD_BYTES, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 interface Entry {
   key: Buffer;
@@ -22,14 +22,22 @@ function encode(entries: readonly Entry[], createdAtMs = 1_700_000_000_000, chun
   return { file, chunks };
 }
 
-/** Decodes `file` fed in pieces of `step` bytes (0 = whole). */
+/**
+ * Decodes `file` fed in pieces of `step` bytes (0 = whole), each through one scratch buffer
+ * that is overwritten after every push (as the file reader reuses its buffers).
+ */
 function decode(file: Buffer, step = 0): { entries: Entry[]; createdAtMs: number; records: number } {
   const entries: Entry[] = [];
   const dec = new SnapshotDecoder((src, ks, ke, vs, ve, expiresAtMs) => {
     entries.push({ key: Buffer.from(src.subarray(ks, ke)), value: Buffer.from(src.subarray(vs, ve)), expiresAtMs });
   });
   const size = step === 0 ? Math.max(file.length, 1) : step;
-  for (let i = 0; i < file.length; i += size) dec.push(file.subarray(i, i + size));
+  const scratch = Buffer.alloc(size);
+  for (let i = 0; i < file.length; i += size) {
+    const n = file.copy(scratch, 0, i, i + size);
+    dec.push(scratch.subarray(0, n));
+    scratch.fill(0xee);
+  }
   const summary = dec.end();
   expect(summary.bytes).toBe(file.length);
   return { entries, createdAtMs: summary.createdAtMs, records: summary.records };
@@ -152,5 +160,21 @@ describe('snapshot format', () => {
     expect(reasonOf(() => decode(flagged))).toBe('version');
     expect(reasonOf(() => decode(Buffer.concat([file, Buffer.from([1])])))).toBe('corrupt');
     expect(reasonOf(() => decode(Buffer.from('not a snapshot at all, just text')))).toBe('magic');
+  });
+
+  it('reads a size hint (record count, average key and value bytes) from the trailer alone', () => {
+    const entries = sample.slice(0, 4);
+    const { file } = encode(entries);
+    const tail = file.subarray(file.length - TRAILER_BYTES);
+    const payload = entries.reduce((sum, e) => sum + e.key.length + e.value.length, 0);
+    expect(sizeHintOf(file.length, tail)).toEqual({ records: 4, recordBytes: payload / 4 });
+    expect(sizeHintOf(file.length, file.subarray(file.length - TRAILER_BYTES - 1, file.length - 1))).toBeUndefined();
+    expect(sizeHintOf(file.length, tail.subarray(1))).toBeUndefined();
+    // A count the file cannot hold (records of at least a 1-byte key each) is no hint.
+    const lying = Buffer.from(tail);
+    lying.writeBigUInt64LE(BigInt(Math.ceil(file.length / (RECORD_HEAD_BYTES + 1))), 1);
+    expect(sizeHintOf(file.length, lying)).toBeUndefined();
+    const { file: empty } = encode([]);
+    expect(sizeHintOf(empty.length, empty.subarray(empty.length - TRAILER_BYTES))).toBeUndefined();
   });
 });

@@ -426,6 +426,126 @@ describe('incremental growth and shrinking', () => {
     engine.verifyInvariants();
   });
 
+  it('reserve sizes the table and slot arrays up front: inserts up to it neither resize nor grow, and endReserve gives back what went unused', () => {
+    const { engine } = engineWith({ maxMemoryBytes: 1 << 30 });
+    const n = 3 * SLOT_GROWTH;
+    expect(engine.reserve(n, 12)).toBe(n);
+    engine.verifyInvariants(); // a large empty table while reserved is not a missed shrink
+    const reserved = engine.tableState;
+    expect(reserved).toEqual({ buckets: 262_144, nextBuckets: 0, movedBuckets: 0 });
+    const footprint = engine.footprintBytes;
+    const arena = engine.arenaBytes;
+    for (let i = 0; i < n; i++) {
+      engine.set(`r${i}`, v, i % 5 === 0 ? 10 : undefined);
+      if (i % 4096 === 0) expect(engine.tableState).toEqual(reserved);
+    }
+    expect(engine.tableState).toEqual(reserved);
+    // Only the records' arena grew: the slot arrays and the table were there already.
+    expect(engine.footprintBytes - engine.arenaBytes).toBe(footprint - arena);
+    engine.verifyInvariants();
+    for (let i = 0; i < n; i += 97) expect(engine.get(`r${i}`)).toBe(v);
+    // While reserved, an insert skips the chain walk only for a key it has not seen: a key
+    // set again, or deleted and set again, stays one key.
+    for (let i = 0; i < n; i += 10) expect(engine.set(`r${i}`, b64(`again${i}`))).toBe('ok');
+    let keys = n;
+    for (let i = 5; i < n; i += 10, keys--) expect(engine.delete(`r${i}`)).toBe(true);
+    for (let i = 5; i < n; i += 20, keys++) expect(engine.set(`r${i}`, b64(`back${i}`))).toBe('ok');
+    expect(engine.keyCount).toBe(keys);
+    engine.verifyInvariants();
+    for (let i = 0; i < n; i += 10) expect(engine.get(`r${i}`)).toBe(b64(`again${i}`));
+    for (let i = 5; i < n; i += 10) expect(engine.get(`r${i}`)).toBe(i % 20 === 5 ? b64(`back${i}`) : undefined);
+    engine.endReserve();
+    engine.verifyInvariants();
+    expect(() => engine.reserve(10, 12)).toThrow(/empty engine/);
+
+    // Fewer keys than reserved: endReserve lets the table shrink and gives the slot room back.
+    const few = engineWith({ maxMemoryBytes: 1 << 30 }).engine;
+    few.reserve(n, 12);
+    for (let i = 0; i < 1000; i++) few.set(`f${i}`, v);
+    const held = few.footprintBytes;
+    few.endReserve();
+    few.verifyInvariants();
+    while (few.rehashFor(1));
+    few.verifyInvariants();
+    expect(few.tableState.buckets).toBeLessThanOrEqual(8192);
+    expect(few.footprintBytes).toBeLessThan(held - 2 * SLOT_GROWTH * 40);
+    for (let i = 0; i < 1000; i++) expect(few.get(`f${i}`)).toBe(v);
+    for (let i = 0; i < 5000; i++) few.set(`g${i}`, v); // grows again step by step
+    few.verifyInvariants();
+    expect(few.keyCount).toBe(6000);
+  });
+
+  it('reserve is clamped to what fits under maxKeys, the cap and the footprint limit', () => {
+    const keysOnly = engineWith({ maxMemoryBytes: 1 << 30, maxKeys: 500 }).engine;
+    expect(keysOnly.reserve(1_000_000, 10)).toBe(500);
+    const capped = engineWith({ maxMemoryBytes: 100_000 }).engine;
+    expect(capped.reserve(1_000_000, 100)).toBeLessThanOrEqual(1000);
+    expect(capped.footprintBytes).toBeLessThanOrEqual(capped.footprintLimitBytes);
+    capped.verifyInvariants();
+    // Tiny records: the slots and buckets are the footprint, and they stay within its limit.
+    const tiny = engineWith({ maxMemoryBytes: 1 << 20 }).engine;
+    const room = tiny.reserve(10_000_000, 1);
+    expect(room).toBeGreaterThan(0);
+    expect(room).toBeLessThan(10_000_000);
+    expect(tiny.footprintBytes).toBeLessThanOrEqual(tiny.footprintLimitBytes);
+    tiny.verifyInvariants();
+    expect(engineWith().engine.reserve(0, 100)).toBe(0);
+    expect(() => engineWith().engine.reserve(-1, 100)).toThrow(RangeError);
+  });
+
+  it('an insert sequence past the cap keeps the same keys with or without a reserve', () => {
+    for (const options of [{ maxMemoryBytes: 50_000 }, { maxMemoryBytes: 1 << 20, maxKeys: 3000 }, { maxMemoryBytes: 200_000, evictionPolicy: 'noeviction' as const }]) {
+      const plain = engineWith(options).engine;
+      const reserved = engineWith(options).engine;
+      reserved.reserve(20_000, 4 + 60);
+      const value = Buffer.alloc(60, 0x41);
+      const outcomes: string[][] = [[], []];
+      for (let i = 0; i < 20_000; i++) {
+        const key = `k${String(i).padStart(5, '0')}`.slice(0, 4 + (i % 3));
+        outcomes[0]!.push(plain.setBytes(key + i, value, 0, value.length));
+        outcomes[1]!.push(reserved.setBytes(key + i, value, 0, value.length));
+      }
+      reserved.endReserve();
+      plain.verifyInvariants();
+      reserved.verifyInvariants();
+      expect(reserved.keyCount).toBe(plain.keyCount);
+      expect(outcomes[1]).toEqual(outcomes[0]);
+      for (let i = 0; i < 20_000; i += 7) {
+        const key = `k${String(i).padStart(5, '0')}`.slice(0, 4 + (i % 3)) + i;
+        expect(reserved.get(key)).toBe(plain.get(key));
+      }
+    }
+  });
+
+  it('a load past the footprint limit with a reserve keeps the most recent keys, within a step of the same count', () => {
+    // 8-byte keys and 20-byte values: the slots and buckets, not USAGE, reach the limit first.
+    const options = { maxMemoryBytes: 8 << 20 };
+    const plain = engineWith(options).engine;
+    const reserved = engineWith(options).engine;
+    const n = 300_000;
+    expect(reserved.reserve(n, 28)).toBeLessThan(n);
+    const value = Buffer.alloc(20, 0x41);
+    const keyOf = (i: number): string => `k${String(i).padStart(7, '0')}`;
+    for (let i = 0; i < n; i++) {
+      plain.setBytes(keyOf(i), value, 0, value.length);
+      reserved.setBytes(keyOf(i), value, 0, value.length);
+      if (i % 50_000 === 0) expect(reserved.footprintBytes).toBeLessThanOrEqual(reserved.footprintLimitBytes);
+    }
+    reserved.endReserve();
+    plain.verifyInvariants();
+    reserved.verifyInvariants();
+    expect(plain.footprintEvictions).toBeGreaterThan(0);
+    expect(reserved.footprintEvictions).toBeGreaterThan(0);
+    // Tables sized at once instead of in growth steps: at most a growth step's worth more keys.
+    expect(reserved.keyCount).toBeGreaterThanOrEqual(plain.keyCount);
+    expect(reserved.keyCount).toBeLessThanOrEqual(plain.keyCount + SLOT_GROWTH);
+    for (const engine of [plain, reserved]) {
+      const first = n - engine.keyCount;
+      expect(engine.get(keyOf(first - 1))).toBeUndefined();
+      for (let i = first; i < n; i += 101) expect(engine.get(keyOf(i))).toBeDefined();
+    }
+  });
+
   it('rejects table options that are not powers of two or steps below one', () => {
     const base = { maxMemoryBytes: 10, evictionPolicy: 'lru' } as const;
     expect(() => new KvEngine({ ...base, minBuckets: 3 })).toThrow(/minBuckets/);

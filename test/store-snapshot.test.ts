@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { nodeFileSystem, type SnapshotFileSystem } from '../services/store/snapshot-file.ts';
-import { SnapshotDecoder } from '../services/store/snapshot-format.ts';
+import { SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue } from './helpers/exposition.ts';
@@ -86,6 +86,29 @@ describe('snapshots: save at shutdown, load at start-up', () => {
     expect(kept.length).toBe(30);
     // The ten read last, then the twenty written last.
     expect(kept).toEqual([...Array.from({ length: 10 }, (_, i) => i), ...Array.from({ length: 20 }, (_, i) => 80 + i)]);
+  });
+
+  it('a file holding a key twice (made by another tool) loads it once, the later record winning', async () => {
+    const path = freshPath();
+    const chunks: Buffer[] = [];
+    const encoder = new SnapshotEncoder((c) => chunks.push(c), Date.now());
+    const put = (key: string, value: string) => {
+      const src = Buffer.from(key + value);
+      encoder.record(src, 0, key.length, key.length, src.length, 0);
+    };
+    for (let i = 0; i < 3000; i++) put(`key-${i}`, `first-${i}`);
+    for (let i = 0; i < 3000; i += 3) put(`key-${i}`, `second-${i}`.repeat(1 + (i % 4))); // same and other size classes
+    encoder.finish();
+    writeFileSync(path, Buffer.concat(chunks));
+    const store = await startTestStore({ snapshotPath: path });
+    const engine = store.service.engine;
+    engine.verifyInvariants();
+    expect(engine.keyCount).toBe(3000);
+    for (let i = 0; i < 3000; i++) {
+      const want = i % 3 === 0 ? `second-${i}`.repeat(1 + (i % 4)) : `first-${i}`;
+      expect(engine.get(`key-${i}`), `key-${i}`).toBe(b64(Buffer.from(want)));
+    }
+    expect(store.logs.find((l) => l.msg === 'snapshot loaded')).toMatchObject({ keys: 4000 });
   });
 
   it('a missing file is a first start', async () => {

@@ -36,6 +36,8 @@ import { type SetOutcome, type StoreEngine, ValueLocation } from './store-engine
 //   (hash & oldMask) < #migrated and in the old one otherwise: a lookup still walks one
 //   chain. The table doubles when there are more keys than buckets and shrinks (to twice
 //   the next power of two above the keys) when they fall below an eighth of the buckets.
+// - except at start-up: a snapshot load sizes both for its file's keys in one go (reserve),
+//   as nothing is served yet and a rehash while loading would move every key again.
 //
 // The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
 // keys that collide in one process do not collide in the next.
@@ -141,6 +143,7 @@ const LRU = 0;
 // (a table being shrunk is mostly empty), as dict.c's empty_visits.
 const EMPTY_VISITS_PER_STEP = 16;
 const NO_TABLE = new Int32Array(0);
+const NO_FILTER = new Uint8Array(0);
 
 // A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
 const STRIDE_SHIFT = 3;
@@ -191,6 +194,8 @@ export class KvEngine implements StoreEngine {
   readonly #expiry = new ExpiryIndex();
 
   readonly #minBuckets: number;
+  /** The table shrinks no smaller than this: #minBuckets, or what reserve() made room for until endReserve(). */
+  #floorBuckets: number;
   readonly #rehashStepBuckets: number;
 
   /** Slots the arrays can grow to without moving: room for maxKeys (and the sentinel). */
@@ -216,6 +221,17 @@ export class KvEngine implements StoreEngine {
 
   /** The snapshot walk under way, if any. */
   #walk: Walk | null = null;
+
+  /**
+   * Between reserve() and endReserve(): a bit per hash value's top bits, set for every key
+   * inserted since, so an insert whose bit is clear skips the chain walk for a key that
+   * cannot be there (a chain's slots are random reads; the filter, a byte per key, stays
+   * in cache). A set bit only means "look": removals leave their bits set. Scratch for the
+   * load, as its read buffers are: not part of the footprint, gone at endReserve().
+   */
+  #newKeyFilter: Uint8Array = NO_FILTER;
+  /** h >>> #filterShift indexes a bit of #newKeyFilter. */
+  #filterShift = 0;
 
   #live = 0;
   #usage = 0;
@@ -249,6 +265,7 @@ export class KvEngine implements StoreEngine {
       throw new RangeError(`rehashStepBuckets must be a positive integer, got ${rehashStepBuckets}`);
     }
     this.#minBuckets = minBuckets;
+    this.#floorBuckets = minBuckets;
     this.#rehashStepBuckets = rehashStepBuckets;
     this.#buckets = new Int32Array(minBuckets);
     this.#bucketMask = minBuckets - 1;
@@ -359,7 +376,16 @@ export class KvEngine implements StoreEngine {
     const max = this.maxMemoryBytes;
     if (size > max) return 'out_of_memory';
     const h = this.#hashOf(buf, ks, ke);
-    let slot = this.#find(buf, ks, ke, h);
+    let slot = 0;
+    const filter = this.#newKeyFilter;
+    if (filter === NO_FILTER) {
+      slot = this.#find(buf, ks, ke, h);
+    } else {
+      const bit = h >>> this.#filterShift;
+      const mask = 1 << (bit & 7);
+      if ((filter[bit >>> 3]! & mask) === 0) filter[bit >>> 3] = filter[bit >>> 3]! | mask; // a key not seen yet
+      else slot = this.#find(buf, ks, ke, h);
+    }
     const arena = this.#arena;
     const cls = arena.classOf(size);
     let now = 0;
@@ -402,8 +428,12 @@ export class KvEngine implements StoreEngine {
     if (fresh) this.#set(slot, CHUNK, arena.alloc(cls, slot, size));
     const c = arena.classes[cls]!;
     const i = this.#get(slot, CHUNK);
-    if (fresh) c.write(i, 0, buf, ks, ke);
-    c.write(i, klen, buf, vs, ve);
+    // Key and value side by side in buf (a snapshot record): one copy for the record.
+    if (fresh && ke === vs) c.write(i, 0, buf, ks, ve);
+    else {
+      if (fresh) c.write(i, 0, buf, ks, ke);
+      c.write(i, klen, buf, vs, ve);
+    }
     this.#set(slot, META, klen | (cls << CLS_SHIFT));
     this.#set(slot, VLEN, vlen);
     if (ttlMs !== undefined) {
@@ -545,6 +575,68 @@ export class KvEngine implements StoreEngine {
   }
 
   /**
+   * Start-up hint (a snapshot load): makes room now, on an empty engine, for `keys` keys
+   * of about `recordBytes` bytes each (key plus value), so the inserts that follow neither
+   * grow the slot arrays step by step nor resize the hash table (a rehash while loading
+   * moves every key again for nothing). Clamped to maxKeys and to the keys that can fit
+   * under the cap and the footprint limit, counting each key's slot, bucket and chunk, so
+   * the room reserved is no more than the keys a load keeps would take anyway; past it the
+   * arrays grow as usual. The table does not shrink below its reserved size until endReserve().
+   * Returns the keys room was made for.
+   */
+  reserve(keys: number, recordBytes: number): number {
+    if (this.#live !== 0) throw new Error('reserve is for an empty engine');
+    if (!(keys >= 0) || !(recordBytes >= 0)) throw new RangeError(`reserve needs counts of 0 or more, got ${keys} keys of ${recordBytes} bytes`);
+    const arena = this.#arena;
+    const cls = arena.classOf(Math.max(1, Math.ceil(recordBytes)));
+    const chunkBytes = cls === arena.large ? Math.ceil(recordBytes / 4096) * 4096 : arena.classes[cls]!.size;
+    // A bucket costs 4 bytes, up to 8 per key when the table is a power of two above the keys.
+    const perKey = chunkBytes + SLOT_BYTES + 8 + 8;
+    const footprintRoom = this.footprintLimitBytes - this.footprintBytes;
+    const n = Math.floor(Math.min(keys, this.maxKeys, this.maxMemoryBytes / Math.max(1, recordBytes), footprintRoom / perKey));
+    if (!(n > 0)) return 0;
+    const slots = n + 1; // and the sentinel
+    if (slots > this.#expiresAt.length) {
+      this.#slotBuffer.resize(slots * SLOT_BYTES);
+      this.#expiryBuffer.resize(slots * 8);
+    }
+    const target = powerOfTwoAtLeast(n);
+    if (target > this.#bucketMask + 1) {
+      // No keys, so nothing to move: any resize under way is dropped with the old table.
+      this.#buckets = new Int32Array(target);
+      this.#bucketMask = target - 1;
+      this.#next = NO_TABLE;
+      this.#nextMask = 0;
+      this.#migrated = 0;
+    }
+    this.#floorBuckets = Math.max(this.#floorBuckets, this.#bucketMask + 1);
+    // 8 bits per key: an insert of a new key finds its bit set (and walks the chain) at
+    // most 1 - e^(-1/8) = 12% of the time, at the end of the load.
+    const filterBits = Math.min(31, Math.log2(target) + 3);
+    this.#newKeyFilter = new Uint8Array(2 ** filterBits / 8);
+    this.#filterShift = 32 - filterBits;
+    return n;
+  }
+
+  /**
+   * Ends what reserve() held: the table may shrink again (a shrink starts now when the
+   * keys loaded are few for it), and slot room past the slots in use is given back.
+   */
+  endReserve(): void {
+    this.#floorBuckets = this.#minBuckets;
+    this.#newKeyFilter = NO_FILTER;
+    const room = this.#expiresAt.length;
+    // As much as step-by-step growth would have reached for the slots used.
+    let keep = Math.min(INITIAL_SLOTS, this.#maxSlots);
+    while (keep < this.#top) keep = Math.min(this.#maxSlots, keep < SLOT_GROWTH ? keep * 2 : keep + SLOT_GROWTH);
+    if (keep < room) {
+      this.#slotBuffer.resize(keep * SLOT_BYTES);
+      this.#expiryBuffer.resize(keep * 8);
+    }
+    if (this.#next === NO_TABLE) this.#maybeResize();
+  }
+
+  /**
    * Recomputes everything from the structures and throws on the first disagreement (usage,
    * counts, lists, hash chains, arena, cap). O(n): for tests and model checks, never on a hot path.
    */
@@ -595,7 +687,7 @@ export class KvEngine implements StoreEngine {
     } else {
       // A finished resize (or the key count changing) starts the next one when it is due.
       if (this.#live > size) fail(`${this.#live} keys in ${size} buckets with no resize under way`);
-      if (size > this.#minBuckets && this.#live * 8 < size) fail(`${this.#live} keys in ${size} buckets with no shrink under way`);
+      if (size > this.#floorBuckets && this.#live * 8 < size) fail(`${this.#live} keys in ${size} buckets with no shrink under way`);
     }
     let free = 0;
     for (let s = this.#freeHead; s !== 0; s = this.#get(s, CHAIN)) {
@@ -740,7 +832,7 @@ export class KvEngine implements StoreEngine {
     const live = this.#live;
     let target: number;
     if (live > size) target = powerOfTwoAtLeast(live);
-    else if (live * 8 < size && size > this.#minBuckets) target = Math.max(this.#minBuckets, 2 * powerOfTwoAtLeast(Math.max(1, live)));
+    else if (live * 8 < size && size > this.#floorBuckets) target = Math.max(this.#floorBuckets, 2 * powerOfTwoAtLeast(Math.max(1, live)));
     else return;
     // A large zeroed array costs no copy: the allocator maps zero pages, touched as buckets fill.
     this.#next = new Int32Array(target);

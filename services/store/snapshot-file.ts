@@ -12,6 +12,8 @@ export interface SnapshotFileHandle {
   read(buffer: Uint8Array, offset: number, length: number, position: number | null): Promise<{ bytesRead: number }>;
   sync(): Promise<void>;
   close(): Promise<void>;
+  /** The file's size; without it a reader gets no size hint (its peek is not called). */
+  stat?(): Promise<{ size: number }>;
 }
 
 /** The file-system calls the snapshot code makes; tests inject failures (a full disk) here. */
@@ -145,11 +147,24 @@ async function syncDirectory(fs: SnapshotFileSystem, dir: string): Promise<void>
 
 const READ_CHUNK_BYTES = 1 << 20;
 
+/** Asks for the file's last `bytes` bytes before the first chunk (a load reads its record count there). */
+export interface TailPeek {
+  readonly bytes: number;
+  seen(fileBytes: number, tail: Buffer): void;
+}
+
 /**
- * Feeds the file at `path` to `push` in chunks (each a fresh buffer: the decoder keeps a
- * chunk while a record spans several). Resolves false when there is no such file.
+ * Feeds the file at `path` to `push` in chunks of up to READ_CHUNK_BYTES; a chunk's buffer
+ * is reused once push returns. The next chunk is read while push works on one. Resolves
+ * false when there is no such file. With `peek`, the file's size and last bytes go to it
+ * first (when the file is that long).
  */
-export async function readSnapshotFile(path: string, push: (chunk: Buffer) => void, fs: SnapshotFileSystem = nodeFileSystem): Promise<boolean> {
+export async function readSnapshotFile(
+  path: string,
+  push: (chunk: Buffer) => void,
+  fs: SnapshotFileSystem = nodeFileSystem,
+  peek?: TailPeek,
+): Promise<boolean> {
   let handle: SnapshotFileHandle;
   try {
     handle = await fs.open(path, 'r');
@@ -157,14 +172,32 @@ export async function readSnapshotFile(path: string, push: (chunk: Buffer) => vo
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
+  let reading: Promise<{ bytesRead: number }> | undefined;
   try {
+    if (peek !== undefined && handle.stat !== undefined) {
+      const { size } = await handle.stat();
+      if (size >= peek.bytes) {
+        const tail = Buffer.alloc(peek.bytes);
+        const { bytesRead } = await handle.read(tail, 0, tail.length, size - tail.length);
+        if (bytesRead === tail.length) peek.seen(size, tail);
+      }
+    }
+    // Two buffers, taking turns: one being read into, one being parsed; nothing allocated per chunk.
+    const buffers = [Buffer.allocUnsafe(READ_CHUNK_BYTES), Buffer.allocUnsafe(READ_CHUNK_BYTES)] as const;
+    let turn = 0;
+    reading = handle.read(buffers[0], 0, READ_CHUNK_BYTES, null);
     for (;;) {
-      const buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      const { bytesRead } = await reading;
+      reading = undefined;
       if (bytesRead === 0) return true;
-      push(buf.subarray(0, bytesRead));
+      const chunk = buffers[turn]!.subarray(0, bytesRead);
+      turn ^= 1;
+      reading = handle.read(buffers[turn]!, 0, READ_CHUNK_BYTES, null);
+      push(chunk);
     }
   } finally {
+    // A push that threw leaves a read under way: it ends before the handle closes.
+    await reading?.catch(() => {});
     await handle.close();
   }
 }

@@ -41,6 +41,26 @@ export class SnapshotFormatError extends Error {
   }
 }
 
+/** What a file's size and trailer suggest it holds; a hint only, as the trailer is not checked yet. */
+export interface SnapshotSizeHint {
+  readonly records: number;
+  /** Average key plus value bytes of a record. */
+  readonly recordBytes: number;
+}
+
+/**
+ * Reads the record count from `tail`, the file's last TRAILER_BYTES bytes, before the
+ * records are read: undefined when they do not look like a trailer of a file that size.
+ */
+export function sizeHintOf(fileBytes: number, tail: Buffer): SnapshotSizeHint | undefined {
+  if (tail.length !== TRAILER_BYTES || tail[0] !== END) return undefined;
+  const records = Number(tail.readBigUInt64LE(1));
+  if (records === 0) return undefined;
+  const recordBytes = (fileBytes - HEADER_BYTES - TRAILER_BYTES) / records - RECORD_HEAD_BYTES;
+  // Each record holds a key of at least one byte.
+  return recordBytes >= 1 ? { records, recordBytes } : undefined;
+}
+
 const DEFAULT_CHUNK_BYTES = 1 << 20;
 
 /** Below this many bytes a copy is a loop here; above it, Buffer's native copy. */
@@ -173,7 +193,7 @@ export interface SnapshotSummary {
  */
 export class SnapshotDecoder {
   readonly #onRecord: RecordHandler;
-  /** Bytes not yet consumed, in arrival order. */
+  /** Bytes not yet consumed (copies), in arrival order. */
   #pieces: Buffer[] = [];
   #pendingBytes = 0;
   /** Pending bytes needed before parsing can move on. */
@@ -190,21 +210,50 @@ export class SnapshotDecoder {
     this.#onRecord = onRecord;
   }
 
-  /** Takes `chunk` (it may be kept until the record it ends is whole: do not reuse it). */
+  /** Takes `chunk`; the caller may reuse it once push returns (what is kept is copied). */
   push(chunk: Buffer): void {
-    if (chunk.length === 0) return;
-    // Pieces wait until there are enough bytes for the next step, so a record spread over
-    // many chunks is joined once, not once per chunk.
-    this.#pieces.push(chunk);
-    this.#pendingBytes += chunk.length;
-    if (this.#pendingBytes < this.#need) return;
-    const buf = this.#pieces.length === 1 ? this.#pieces[0]! : Buffer.concat(this.#pieces, this.#pendingBytes);
+    let at = 0;
+    // Bytes kept from earlier chunks wait for the rest of a step (a header, a record): join
+    // them with just the bytes of this chunk that step needs, not the whole chunk, so only
+    // records that straddle chunks are copied (kept, then joined once).
+    while (this.#pendingBytes > 0 && at < chunk.length) {
+      const take = Math.min(this.#need - this.#pendingBytes, chunk.length - at);
+      this.#pieces.push(Buffer.from(chunk.subarray(at, at + take)));
+      this.#pendingBytes += take;
+      at += take;
+      if (this.#pendingBytes < this.#need) return;
+      const joined = this.#pieces.length === 1 ? this.#pieces[0]! : Buffer.concat(this.#pieces, this.#pendingBytes);
+      this.#pieces = [];
+      this.#pendingBytes = 0;
+      const used = this.#parse(joined);
+      this.#consumed(joined, used);
+      if (used < joined.length) {
+        this.#pieces.push(joined.subarray(used)); // the decoder's own copy
+        this.#pendingBytes = joined.length - used;
+      }
+    }
+    if (at === chunk.length) return;
+    // Nothing pending: records are read in place.
+    const rest = at === 0 ? chunk : chunk.subarray(at);
+    const used = this.#parse(rest);
+    this.#consumed(rest, used);
+    if (used < rest.length) {
+      this.#pieces.push(Buffer.from(rest.subarray(used)));
+      this.#pendingBytes = rest.length - used;
+    }
+  }
+
+  /**
+   * Reads the header (if not yet read) and the whole records at the start of `buf`; sets
+   * #need to the bytes the next step needs when buf ends inside it. Returns the bytes read.
+   */
+  #parse(buf: Buffer): number {
     let at = 0;
     this.#need = 0;
     if (!this.#header) {
       if (buf.length < HEADER_BYTES) {
-        this.#keep(buf, 0, HEADER_BYTES);
-        return;
+        this.#need = HEADER_BYTES;
+        return 0;
       }
       this.#readHeader(buf);
       at = HEADER_BYTES;
@@ -234,13 +283,14 @@ export class SnapshotDecoder {
         this.#need = size;
         break;
       }
-      const expiresAtMs = buf.readDoubleLE(at + 6);
+      // Most records have no expiry: eight zero bytes, no float to assemble.
+      const expiresAtMs = buf.readInt32LE(at + 6) === 0 && buf.readInt32LE(at + 10) === 0 ? 0 : buf.readDoubleLE(at + 6);
       const ks = at + RECORD_HEAD_BYTES;
       this.#onRecord(buf, ks, ks + k, ks + k, ks + k + v, expiresAtMs);
       this.#records++;
       at += size;
     }
-    this.#keep(buf, at, this.#need);
+    return at;
   }
 
   /** Checks that the trailer was read and matched; returns what the file held. */
@@ -272,15 +322,10 @@ export class SnapshotDecoder {
     this.#ended = true;
   }
 
-  /** Folds the consumed bytes into the checksum and keeps the unconsumed tail until `need` bytes are pending. */
-  #keep(buf: Buffer, at: number, need: number): void {
-    // After the trailer the checksum is final; before it, consumed bytes join the running CRC.
-    if (!this.#ended) this.#crc = crc32(buf.subarray(0, at), this.#crc);
-    this.#bytes += at;
-    // Copy the tail: the caller may reuse its buffer, and a few bytes must not pin a large one.
-    this.#pieces = at === buf.length ? [] : [Buffer.from(buf.subarray(at))];
-    this.#pendingBytes = buf.length - at;
-    this.#need = need;
+  /** Folds the bytes read from `buf` into the count and, until the trailer, the checksum. */
+  #consumed(buf: Buffer, used: number): void {
+    // After the trailer the checksum is final (#readTrailer folded this buffer up to it).
+    if (!this.#ended) this.#crc = crc32(buf.subarray(0, used), this.#crc);
+    this.#bytes += used;
   }
-
 }

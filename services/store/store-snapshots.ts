@@ -2,7 +2,7 @@ import { isValidKeyBytes } from '../protocol/key-rules.ts';
 import type { Logger } from '../shared/logger.ts';
 import { setImmediate } from 'node:timers/promises';
 import type { KvEngine, SnapshotWalk } from './kv-engine.ts';
-import { SnapshotDecoder, SnapshotEncoder, SnapshotFormatError } from './snapshot-format.ts';
+import { sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from './snapshot-format.ts';
 import { nodeFileSystem, readSnapshotFile, setAside, SnapshotFileWriter, type SnapshotFileSystem } from './snapshot-file.ts';
 import type { SnapshotMetrics } from './snapshot-metrics.ts';
 
@@ -75,8 +75,17 @@ export async function loadSnapshot(
   });
   let found: boolean;
   try {
-    found = await readSnapshotFile(path, (chunk) => decoder.push(chunk), fs);
+    // The trailer's record count sizes the engine's tables up front: no rehash while loading.
+    const peek = {
+      bytes: TRAILER_BYTES,
+      seen: (fileBytes: number, tail: Buffer) => {
+        const hint = sizeHintOf(fileBytes, tail);
+        if (hint !== undefined) engine.reserve(hint.records, hint.recordBytes);
+      },
+    };
+    found = await readSnapshotFile(path, (chunk) => decoder.push(chunk), fs, peek);
     if (found) decoder.end();
+    engine.endReserve();
   } catch (err) {
     metrics.failed();
     const reason = err instanceof SnapshotFormatError ? err.reason : ((err as NodeJS.ErrnoException).code ?? 'error');
