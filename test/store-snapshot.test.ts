@@ -108,7 +108,7 @@ describe('snapshots: save at shutdown, load at start-up', () => {
       const want = i % 3 === 0 ? `second-${i}`.repeat(1 + (i % 4)) : `first-${i}`;
       expect(engine.get(`key-${i}`), `key-${i}`).toBe(b64(Buffer.from(want)));
     }
-    expect(store.logs.find((l) => l.msg === 'snapshot loaded')).toMatchObject({ keys: 4000 });
+    expect(store.logs.find((l) => l.msg === 'snapshot loaded')).toMatchObject({ keys: 3000, records: 4000 });
   });
 
   it('a missing file is a first start', async () => {
