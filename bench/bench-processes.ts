@@ -191,6 +191,24 @@ export async function kvloadRun(binary: string, args: string[]): Promise<{ comma
   };
 }
 
+/**
+ * kvload's prefill only (-L): a SET of every key of its keyspace, pipelined, then it exits.
+ * For benches that need keys written by a client that is not the bottleneck.
+ */
+export async function kvloadFill(binary: string, args: string[]): Promise<{ command: string; seconds: number; errors: number }> {
+  const full = [...args, '-L'];
+  const { code, out } = await runToEnd(binary, full);
+  const command = shellLine({}, 'kvload', full);
+  const last = out.trim().split('\n').at(-1) ?? '';
+  let r: Record<string, number>;
+  try {
+    r = JSON.parse(last) as Record<string, number>;
+  } catch {
+    throw new Error(`${command} failed (exit ${code}): ${out.slice(-500)}`);
+  }
+  return { command, seconds: r.prefill_secs!, errors: r.prefill_errors! };
+}
+
 /** One RESP inline command to Redis on a fresh connection; resolves with the raw reply text. */
 export function redisCommand(port: number, command: string): Promise<string> {
   return new Promise((resolveReply, reject) => {

@@ -1,7 +1,8 @@
 // Stalls the store makes its clients see while it grows, and while it sweeps an expiry storm.
 //
-//   node bench/growth-stall.ts [--mode load|storm] [--keys N] [--value-bytes 100]
+//   node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes 100]
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
+//        [--kvload <path>]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
@@ -17,6 +18,11 @@
 //                 1,000,000), then overwrites them all again while saves run; reports the
 //                 worst PING of that phase and how many saves completed in it. With
 //                 --target both, also the store under the same load without saves.
+//   --kvload <path>  writes the keys with the C load generator kvload (its prefill, -L)
+//                 instead of this process's own JavaScript pipeline, which on a 2-core
+//                 machine takes a core from the server and the prober (load and snapshot
+//                 modes; kvload has no SETEX). In snapshot mode its overwrite phase is 8 s
+//                 of SETs of random keys, long enough for several saves.
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.
@@ -31,8 +37,11 @@ import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { freePort } from '../services/shared/free-port.ts';
 import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
+import { kvloadFill, kvloadRun } from './bench-processes.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+/** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
+const OVERWRITE_SECONDS = 8;
 const nowMs = (): number => performance.timeOrigin + performance.now();
 
 interface PhaseStats {
@@ -106,11 +115,12 @@ async function main(): Promise<void> {
       conns: { type: 'string', default: '2' },
       batch: { type: 'string', default: '256' },
       target: { type: 'string', default: 'kvstack' },
+      kvload: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>]');
     return;
   }
   const mode = opts.mode;
@@ -121,9 +131,11 @@ async function main(): Promise<void> {
     return n;
   };
   const keys = count('keys', opts.keys ?? (mode === 'load' ? '8000000' : '1000000'));
+  if (opts.kvload !== undefined && mode === 'storm') throw new Error('--kvload writes with SET only: it covers --mode load and snapshot, not storm');
   const settings = {
     mode,
     keys,
+    kvload: opts.kvload,
     valueBytes: count('value-bytes', opts['value-bytes']),
     ttl: count('ttl', opts.ttl),
     conns: count('conns', opts.conns),
@@ -140,7 +152,7 @@ async function main(): Promise<void> {
     const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots);
     try {
       const result = await measure(server, settings);
-      console.log(JSON.stringify({ target: t, ...settings, ...result }));
+      console.log(JSON.stringify({ target: t, ...settings, kvload: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
     } finally {
       server.child.kill('SIGKILL');
       await once(server.child, 'exit').catch(() => {});
@@ -240,7 +252,32 @@ async function ask(sock: Socket, command: string): Promise<string> {
   return got.trim();
 }
 
-async function measure(target: Target, s: { mode: string; keys: number; valueBytes: number; ttl: number; conns: number; batch: number }) {
+/** Every key written once: by kvload (-L) when given, else by this process's own pipeline. */
+async function writeAll(target: Target, s: Settings, line: (i: number) => string): Promise<void> {
+  if (s.kvload === undefined) return pipeline(target.port, s.keys, s.conns, s.batch, line);
+  const args = ['-m', target.redis ? 'resp' : 'line', '-p', String(target.port), '-c', String(s.conns), '-P', String(s.batch), '-k', String(s.keys), '-v', String(s.valueBytes)];
+  const { command, errors } = await kvloadFill(s.kvload, args);
+  if (errors > 0) throw new Error(`${errors} error replies in: ${command}`);
+}
+
+/** kvload's SETs of random keys of the keyspace (no prefill) for `seconds`. */
+async function overwriteFor(target: Target, s: Settings, seconds: number): Promise<void> {
+  const args = ['-m', target.redis ? 'resp' : 'line', '-p', String(target.port), '-c', String(s.conns), '-P', String(s.batch), '-k', String(s.keys), '-v', String(s.valueBytes)];
+  const { command, result } = await kvloadRun(s.kvload!, [...args, '-N', '-r', '0', '-w', '0', '-d', String(seconds)]);
+  if (result.errors > 0) throw new Error(`${result.errors} error replies in: ${command}`);
+}
+
+interface Settings {
+  readonly mode: string;
+  readonly keys: number;
+  readonly kvload: string | undefined;
+  readonly valueBytes: number;
+  readonly ttl: number;
+  readonly conns: number;
+  readonly batch: number;
+}
+
+async function measure(target: Target, s: Settings) {
   const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis } });
   const report = new Promise<Record<string, PhaseStats>>((resolve, reject) => {
     prober.on('message', (m: { phases?: Record<string, PhaseStats>; error?: string }) => {
@@ -257,7 +294,7 @@ async function measure(target: Target, s: { mode: string; keys: number; valueByt
   await new Promise((r) => setTimeout(r, 200)); // the prober connects and starts
   prober.postMessage({ phase: 'load' });
   const t0 = nowMs();
-  await pipeline(target.port, s.keys, s.conns, s.batch, line);
+  await writeAll(target, s, line);
   const loadedAt = nowMs();
   const result: Record<string, unknown> = { loadSeconds: +((loadedAt - t0) / 1000).toFixed(2) };
 
@@ -285,7 +322,8 @@ async function measure(target: Target, s: { mode: string; keys: number; valueByt
     prober.postMessage({ phase: 'overwrite' });
     const savesBefore = target.saves();
     const t1 = nowMs();
-    await pipeline(target.port, s.keys, s.conns, s.batch, (i: number) => `SET ${key(i)} ${value}${eol}`);
+    if (s.kvload === undefined) await writeAll(target, s, (i: number) => `SET ${key(i)} ${value}${eol}`);
+    else await overwriteFor(target, s, OVERWRITE_SECONDS);
     result.overwriteSeconds = +((nowMs() - t1) / 1000).toFixed(2);
     result.savesDuringOverwrite = target.saves() - savesBefore;
   } else {
