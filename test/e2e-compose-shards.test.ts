@@ -50,6 +50,7 @@ await describeDocker(
     const keys = Array.from({ length: 90 }, (_, i) => `shard-e2e-${i}`);
     const keysOf = (shard: string) => keys.filter((k) => ring.shardFor(k).name === shard);
     const statuses = async (list: string[]) => new Set(await Promise.all(list.map(async (k) => (await http(`/${k}`)).status)));
+    const onlyStatus = (set: Set<number>, status: number) => set.size === 1 && set.has(status);
 
     it('spreads keys over the three shards, each on the shard the ring names', async () => {
       for (const k of keys) expect((await http(`/${k}`, { method: 'PUT', body: k })).status).toBe(204);
@@ -67,6 +68,9 @@ await describeDocker(
       await docker('stop', '--time', '10', containerId('store-1'));
       await waitUntil('its keys fail', async () => ((await statuses(keysOf('store-1'))).has(200) ? undefined : true), { deadlineMs: 30_000 });
       for (const s of await statuses(keysOf('store-1'))) expect([503, 504]).toContain(s);
+      // A stopped container's address answers nothing: while the host still tries to reach
+      // it, a connect may outlast STORE_TIMEOUT_MS (504); then connects fail at once (503).
+      await waitUntil('its keys refused at once', async () => (onlyStatus(await statuses(keysOf('store-1')), 503) ? true : undefined), { deadlineMs: 30_000 });
       expect(await statuses(keysOf('store-1'))).toEqual(new Set([503]));
       expect(await statuses([...keysOf('store-0'), ...keysOf('store-2')])).toEqual(new Set([200]));
       expect(await docker('inspect', '--format', '{{.State.Health.Status}}', containerId('backend'))).not.toBe('unhealthy');
