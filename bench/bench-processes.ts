@@ -170,20 +170,24 @@ export interface LoadFigures {
   readonly wrongReplies: number;
 }
 
+/** Runs kvload to its end and parses its last stdout line, a JSON object of results. */
+async function kvloadJson(binary: string, args: string[]): Promise<{ command: string; code: number | null; r: Record<string, number> }> {
+  const { code, out } = await runToEnd(binary, args);
+  const command = shellLine({}, 'kvload', args);
+  const last = out.trim().split('\n').at(-1) ?? '';
+  try {
+    return { command, code, r: JSON.parse(last) as Record<string, number> };
+  } catch {
+    throw new Error(`${command} failed (exit ${code}): ${out.slice(-500)}`);
+  }
+}
+
 /**
  * One run of the C load generator kvload (an external instrument, not part of the
  * project: --kvload <path>); its last stdout line is a JSON object of results.
  */
 export async function kvloadRun(binary: string, args: string[]): Promise<{ command: string; result: LoadFigures }> {
-  const { code, out } = await runToEnd(binary, args);
-  const command = shellLine({}, 'kvload', args);
-  const last = out.trim().split('\n').at(-1) ?? '';
-  let r: Record<string, number>;
-  try {
-    r = JSON.parse(last) as Record<string, number>;
-  } catch {
-    throw new Error(`${command} failed (exit ${code}): ${out.slice(-500)}`);
-  }
+  const { command, code, r } = await kvloadJson(binary, args);
   if (code !== 0) log(`WARNING: exit ${code} (error replies) in: ${command}`);
   return {
     command,
@@ -196,16 +200,7 @@ export async function kvloadRun(binary: string, args: string[]): Promise<{ comma
  * For benches that need keys written by a client that is not the bottleneck.
  */
 export async function kvloadFill(binary: string, args: string[]): Promise<{ command: string; seconds: number; errors: number }> {
-  const full = [...args, '-L'];
-  const { code, out } = await runToEnd(binary, full);
-  const command = shellLine({}, 'kvload', full);
-  const last = out.trim().split('\n').at(-1) ?? '';
-  let r: Record<string, number>;
-  try {
-    r = JSON.parse(last) as Record<string, number>;
-  } catch {
-    throw new Error(`${command} failed (exit ${code}): ${out.slice(-500)}`);
-  }
+  const { command, r } = await kvloadJson(binary, [...args, '-L']);
   return { command, seconds: r.prefill_secs!, errors: r.prefill_errors! };
 }
 

@@ -41,6 +41,26 @@ function entries(): Map<string, Buffer> {
   return m;
 }
 
+
+/** The node file system, with every write to a file opened for writing seen first by `before` (which may throw, as a full disk). */
+function withWriteHook(before: (buf: Uint8Array, length: number) => void): SnapshotFileSystem {
+  return {
+    ...nodeFileSystem,
+    async open(p, flags) {
+      const handle = await nodeFileSystem.open(p, flags);
+      if (flags !== 'w') return handle;
+      return {
+        read: handle.read.bind(handle),
+        sync: handle.sync.bind(handle),
+        close: handle.close.bind(handle),
+        async write(buf, offset = 0, length = buf.length - offset, position = null) {
+          before(buf, length);
+          return handle.write(buf, offset, length, position);
+        },
+      };
+    },
+  };
+}
 describe('snapshots: save at shutdown, load at start-up', () => {
   it('a clean stop brings back every key byte for byte, with its remaining time to live', async () => {
     const path = freshPath();
@@ -158,23 +178,10 @@ describe('snapshots: save at shutdown, load at start-up', () => {
 
     // Loads the previous file, then the disk fills up 64 KiB into the next save.
     let budget = 64 * 1024;
-    const fullDisk: SnapshotFileSystem = {
-      ...nodeFileSystem,
-      async open(p, flags) {
-        const handle = await nodeFileSystem.open(p, flags);
-        if (flags !== 'w') return handle;
-        return {
-          read: handle.read.bind(handle),
-          sync: handle.sync.bind(handle),
-          close: handle.close.bind(handle),
-          async write(buf, offset = 0, length = buf.length - offset, position = null) {
-            if (length > budget) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-            budget -= length;
-            return handle.write(buf, offset, length, position);
-          },
-        };
-      },
-    };
+    const fullDisk = withWriteHook((_buf, length) => {
+      if (length > budget) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      budget -= length;
+    });
     const second = await startTestStore({ snapshotPath: path, snapshotIntervalS: 3600 }, { snapshotFs: fullDisk });
     const big = Buffer.alloc(100_000, 0x62);
     for (let i = 0; i < 20; i++) second.service.engine.setBytes(`big-${i}`, big, 0, big.length);
@@ -257,22 +264,7 @@ describe('periodic snapshots while serving', () => {
   it('reuses its chunk buffers once written, instead of allocating one per chunk', async () => {
     const path = freshPath();
     const written: Uint8Array[] = [];
-    const recording: SnapshotFileSystem = {
-      ...nodeFileSystem,
-      async open(p, flags) {
-        const handle = await nodeFileSystem.open(p, flags);
-        if (flags !== 'w') return handle;
-        return {
-          read: handle.read.bind(handle),
-          sync: handle.sync.bind(handle),
-          close: handle.close.bind(handle),
-          async write(buf, offset = 0, length = buf.length - offset, position = null) {
-            written.push(buf);
-            return handle.write(buf, offset, length, position);
-          },
-        };
-      },
-    };
+    const recording = withWriteHook((buf) => void written.push(buf));
     const store = await startTestStore({ snapshotPath: path, snapshotIntervalS: 3600 }, { snapshotFs: recording });
     const value = Buffer.alloc(200, 0x63);
     // About 45 MiB: more than the save queues before it waits for the disk.
