@@ -93,24 +93,15 @@ export class StoreServer {
 
   #accept(accepted: Socket): void {
     const { logger, maxConnections, idleTimeoutMs } = this.options;
-    let connection: ClientConnection | undefined;
-    const adopted = this.#reads.adopt(accepted, (buf, n) => connection!.receive(buf, n), { allowHalfOpen: true });
+    // Refused before its reads move to the shared buffer: it has no connection to read them.
+    if (this.#closing || (this.#connections.size >= maxConnections && !this.options.exemptFromLimit?.(accepted))) {
+      this.#refuse(accepted.resume()); // reads, and drops, what it sends: it gets a FIN, not a reset
+      return;
+    }
+    let connection!: ClientConnection; // made below, before any read can arrive
+    const adopted = this.#reads.adopt(accepted, (buf, n) => connection.receive(buf, n), { allowHalfOpen: true });
     const socket = adopted ?? accepted.resume();
-    socket.on('error', (err) => logger.debug({ err: err.message, remote: socket.remoteAddress }, 'client socket error'));
-    this.#sockets.add(socket);
-    socket.on('close', () => this.#sockets.delete(socket));
-    if (this.#closing) {
-      socket.destroy();
-      return;
-    }
-    if (this.#connections.size >= maxConnections && !this.options.exemptFromLimit?.(socket)) {
-      this.metrics.rejectedConnections++;
-      this.metrics.sentBytes += MAX_CONNECTIONS_REPLY.length;
-      logger.warn({ remote: socket.remoteAddress, maxConnections }, 'max connections reached: refusing a connection');
-      socket.end(MAX_CONNECTIONS_REPLY);
-      setTimeout(() => socket.destroy(), LINGER_MS).unref();
-      return;
-    }
+    this.#track(socket);
     this.metrics.connectionsTotal++;
     connection = new ClientConnection(socket, this.#context, adopted !== undefined);
     if (adopted === undefined) {
@@ -131,6 +122,28 @@ export class StoreServer {
       });
     }
     logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
+  }
+
+  /** Every socket is tracked until it closes, so destroy() leaves none behind. */
+  #track(socket: Socket): void {
+    socket.on('error', (err) => this.options.logger.debug({ err: err.message, remote: socket.remoteAddress }, 'client socket error'));
+    this.#sockets.add(socket);
+    socket.on('close', () => this.#sockets.delete(socket));
+  }
+
+  /** Shutting down: closed at once. At MAX_CONNECTIONS: told once, then closed. */
+  #refuse(socket: Socket): void {
+    this.#track(socket);
+    if (this.#closing) {
+      socket.destroy();
+      return;
+    }
+    const { logger, maxConnections } = this.options;
+    this.metrics.rejectedConnections++;
+    this.metrics.sentBytes += MAX_CONNECTIONS_REPLY.length;
+    logger.warn({ remote: socket.remoteAddress, maxConnections }, 'max connections reached: refusing a connection');
+    socket.end(MAX_CONNECTIONS_REPLY);
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
   }
 
   /** Like Redis's client-output-buffer-limit: a client that takes none of its replies is cut off. */
