@@ -2,8 +2,9 @@
 // connection still holds when the next read lands must have been copied. Many clients
 // pipelining distinct values at once, past the per-turn budget, would see one another's
 // bytes otherwise.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { COMMANDS_PER_TURN } from '../services/store/client-connection.ts';
+import { SharedReadBuffer } from '../services/store/shared-read-buffer.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 
@@ -32,5 +33,22 @@ describe('reads into one shared buffer', () => {
       expect(lines).toEqual(expected);
     });
     expect(store.service.server.connectionFlows().every((f) => f.sharedReads)).toBe(true);
+  });
+
+  it('falls back to Node\'s reads, with one warning, where the accepted socket\'s handle cannot move', async () => {
+    const adopt = vi.spyOn(SharedReadBuffer.prototype, 'adopt').mockReturnValue(undefined);
+    try {
+      const store = await startTestStore();
+      const [a, b] = await Promise.all([store.client(), store.client()]);
+      expect(await a.request('SET k two words')).toBe('OK');
+      expect(await b.request('GET k')).toBe(`VALUE ${b64('two words')}`);
+      expect(adopt).toHaveBeenCalled();
+      const flows = store.service.server.connectionFlows();
+      expect(flows.length).toBeGreaterThanOrEqual(2);
+      expect(flows.every((f) => !f.sharedReads)).toBe(true);
+      expect(store.logs.filter((l) => l.msg === 'shared read buffer unavailable on this Node version: reading with a buffer per read')).toHaveLength(1);
+    } finally {
+      adopt.mockRestore();
+    }
   });
 });
