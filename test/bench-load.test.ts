@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Socket } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadStoreConfig } from '../services/shared/config.ts';
 import { listen } from '../services/shared/listen.ts';
@@ -8,8 +6,8 @@ import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { startFakeStore } from './helpers/fake-store.ts';
 import { freePort } from '../services/shared/free-port.ts';
+import { runKvProcess, type KvRun } from './helpers/kv-process.ts';
 
-const root = fileURLToPath(new URL('../', import.meta.url));
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -22,20 +20,9 @@ async function startStore(): Promise<StoreService> {
   return store;
 }
 
-function kvBench(port: number, args: string[]): Promise<{ code: number | null; out: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/kv.js', 'bench', '--port', String(port), '--warmup', '0', ...args], {
-      cwd: root,
-      env: { ...process.env, KV_STORE: '127.0.0.1:1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, stderr }));
-  });
+/** `kv bench` against one store, the environment's store set to one that refuses (the flags must win). */
+function kvBench(port: number, args: string[]): Promise<KvRun> {
+  return runKvProcess(['bench', '--port', String(port), '--warmup', '0', ...args], { env: { KV_STORE: '127.0.0.1:1' } });
 }
 
 /** kvstore_commands_total summed over every label set, from the store's /metrics. */
@@ -229,16 +216,8 @@ describe('kv bench --protocol resp', () => {
 });
 
 describe('kv bench over a list of shards', () => {
-  function kvBenchList(list: string, args: string[]): Promise<{ code: number | null; out: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['bin/kv.js', '--store', list, 'bench', '--warmup', '0', ...args], { cwd: root, env: { ...process.env, KV_STORE: '127.0.0.1:1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let stderr = '';
-      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, out, stderr }));
-    });
+  function kvBenchList(list: string, args: string[]): Promise<KvRun> {
+    return runKvProcess(['--store', list, 'bench', '--warmup', '0', ...args], { env: { KV_STORE: '127.0.0.1:1' } });
   }
 
   it('drives every shard with the keys the ring gives it, and reports each shard and the total', async () => {

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { loadStoreConfig } from '../services/shared/config.ts';
@@ -7,35 +5,12 @@ import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { startFakeStore } from './helpers/fake-store.ts';
 import { freePort } from '../services/shared/free-port.ts';
+import { runKvProcess, type KvRun } from './helpers/kv-process.ts';
 
-const root = fileURLToPath(new URL('../', import.meta.url));
 
-interface KvRun {
-  readonly code: number | null;
-  readonly stdout: Buffer;
-  readonly out: string;
-  readonly stderr: string;
-}
-
-/** Runs `node bin/kv.js ...args` as a child process, as a user would. */
+/** Runs `node bin/kv.js ...args` against the test store, as a user would. */
 function kv(args: string[], { env = {}, input }: { env?: Record<string, string>; input?: string | Buffer } = {}): Promise<KvRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/kv.js', ...args], {
-      cwd: root,
-      env: { ...process.env, KV_STORE: `127.0.0.1:${store.port}`, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const stdout = Buffer.concat(out);
-      resolve({ code, stdout, out: stdout.toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
-    });
-    child.stdin.end(input);
-  });
+  return runKvProcess(args, { env: { KV_STORE: `127.0.0.1:${store.port}`, ...env }, input });
 }
 
 let store: StoreService;

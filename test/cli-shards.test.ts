@@ -1,6 +1,4 @@
 import { PassThrough } from 'node:stream';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { runKv } from '../services/cli/kv-main.ts';
@@ -9,13 +7,13 @@ import { loadStoreConfig } from '../services/shared/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { parseStoreList } from '../services/shared/store-list.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
+import { runKvProcess } from './helpers/kv-process.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 // `kv` over a ring of three real stores (SPEC §6): commands on a key go to the key's
 // shard, usage/stats/ping ask every shard and print each and the total, the prompt names
 // the shard that answered, and one shard down leaves the others usable.
 
-const root = fileURLToPath(new URL('../', import.meta.url));
 const NAMES = ['s0', 's1', 's2'];
 let stores: StoreService[] = [];
 let direct: StoreConnection[] = [];
@@ -160,10 +158,7 @@ describe('kv over three shards', () => {
   });
 
   it('runs bin/kv.js with a list from the environment, as a user would', async () => {
-    const child = spawn(process.execPath, ['bin/kv.js', 'get', keys[5]!], { cwd: root, env: { ...process.env, KV_STORE: list }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    const code = await new Promise((resolve) => child.on('close', resolve));
+    const { code, out } = await runKvProcess(['get', keys[5]!], { env: { KV_STORE: list } });
     expect({ code, out }).toEqual({ code: 0, out: `v-${keys[5]}` });
   });
 

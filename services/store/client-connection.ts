@@ -19,9 +19,11 @@ export const REPLY_BOUND_BYTES = 64 * 1024;
  * bounds what one connection can take of a turn.
  */
 export const COMMANDS_PER_TURN = 256;
-// After QUIT, `line too long`, the client's FIN or shutdown the socket is ended; a peer
-// that keeps its side open this long after the last reply was written is cut off.
-const LINGER_MS = 5000;
+/**
+ * After QUIT, `line too long`, the client's FIN, shutdown or a refusal the socket is
+ * ended; a peer that keeps its side open this long after the last reply is cut off.
+ */
+export const LINGER_MS = 5000;
 
 // A connection's state. Whether reading is paused follows from it, from the input the
 // framer holds and from the replies waiting: see #steerReading.

@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { MAX_CONNECTIONS_REPLY, statsReply } from '../protocol/replies.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
-import { ClientConnection, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
+import { ClientConnection, LINGER_MS, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer } from './shared-read-buffer.ts';
@@ -29,8 +29,6 @@ export interface StoreServerOptions {
   readonly exemptFromLimit?: (socket: Socket) => boolean;
 }
 
-// A refused connection gets this long to read its refusal and close.
-const LINGER_MS = 5000;
 /** Most often the stall check runs: a quarter of the time-out, at most once a second. */
 const STALL_CHECK_MAX_MS = 1000;
 
