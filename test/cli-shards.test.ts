@@ -37,18 +37,23 @@ interface Run {
   readonly err: string;
 }
 
-/** runKv in this process, stdin piped with `input`; for the prompt, a terminal is faked. */
-async function kv(args: string[], { env = {}, input = '', tty = false }: { env?: Record<string, string>; input?: string; tty?: boolean } = {}): Promise<Run> {
+/** Streams for runKv in this process (a terminal, when `tty`), and what it wrote to them so far. */
+function fakeStreams(tty: boolean) {
   const stdin = Object.assign(new PassThrough(), { isTTY: tty });
   const stdout = Object.assign(new PassThrough(), { isTTY: tty, columns: 80 });
   const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const seen = { out: '', err: '' };
+  stdout.on('data', (c: Buffer) => (seen.out += c.toString()));
+  stderr.on('data', (c: Buffer) => (seen.err += c.toString()));
+  return { stdin, stdout, stderr, seen };
+}
+
+/** runKv in this process, stdin piped with `input`; for the prompt, a terminal is faked. */
+async function kv(args: string[], { env = {}, input = '', tty = false }: { env?: Record<string, string>; input?: string; tty?: boolean } = {}): Promise<Run> {
+  const { stdin, stdout, stderr, seen } = fakeStreams(tty);
   stdin.end(input);
   const code = await runKv(args, { stdin, stdout, stderr, env: { KV_STORE: list, KV_HISTORY_FILE: '', ...env } });
-  return { code, out, err };
+  return { code, ...seen };
 }
 
 const ring = () => new ShardRing(parseStoreList(list, 'KV_STORE'));
@@ -121,16 +126,10 @@ describe('kv over three shards', () => {
   it('the prompt names the shard that answered', async () => {
     // a terminal session: each line typed once the prompt it answers is shown
     const key = keys.slice(1).find((k) => ring().shardFor(k).name === 's2')!;
-    const stdin = Object.assign(new PassThrough(), { isTTY: true });
-    const stdout = Object.assign(new PassThrough(), { isTTY: true, columns: 80 });
-    const stderr = new PassThrough();
-    let out = '';
-    let err = '';
-    stdout.on('data', (c: Buffer) => (out += c.toString()));
-    stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const { stdin, stdout, stderr, seen } = fakeStreams(true);
     const done = runKv([], { stdin, stdout, stderr, env: { KV_STORE: list, KV_HISTORY_FILE: '' } });
     const shown = (prompt: string, times = 1) =>
-      waitUntil(`prompt ${prompt} x${times}`, async () => (out.split(prompt).length - 1 >= times ? true : undefined), { deadlineMs: 10_000, everyMs: 10 });
+      waitUntil(`prompt ${prompt} x${times}`, async () => (seen.out.split(prompt).length - 1 >= times ? true : undefined), { deadlineMs: 10_000, everyMs: 10 });
     await shown('kv 3 shards> ');
     stdin.write(`GET ${key}\n`);
     await shown('kv s2> ');
@@ -138,8 +137,8 @@ describe('kv over three shards', () => {
     await shown('kv 3 shards> ', 2);
     stdin.end();
     expect(await done).toBe(0);
-    expect(err).toContain('connected to 3 of 3 shards (s0, s1, s2)');
-    expect(out).toContain(`"v-${key}"`);
+    expect(seen.err).toContain('connected to 3 of 3 shards (s0, s1, s2)');
+    expect(seen.out).toContain(`"v-${key}"`);
   });
 
   it('refuses a bad list entry, naming the variable and the entry; --store overrides KV_STORE', async () => {
