@@ -252,17 +252,22 @@ async function ask(sock: Socket, command: string): Promise<string> {
   return got.trim();
 }
 
+/** kvload against the target with the bench's connections, depth, keyspace and value size. */
+function kvloadArgs(target: Target, s: Settings): string[] {
+  return ['-m', target.redis ? 'resp' : 'line', '-p', String(target.port), '-c', String(s.conns), '-P', String(s.batch), '-k', String(s.keys), '-v', String(s.valueBytes)];
+}
+
 /** Every key written once: by kvload (-L) when given, else by this process's own pipeline. */
 async function writeAll(target: Target, s: Settings, line: (i: number) => string): Promise<void> {
   if (s.kvload === undefined) return pipeline(target.port, s.keys, s.conns, s.batch, line);
-  const args = ['-m', target.redis ? 'resp' : 'line', '-p', String(target.port), '-c', String(s.conns), '-P', String(s.batch), '-k', String(s.keys), '-v', String(s.valueBytes)];
+  const args = kvloadArgs(target, s);
   const { command, errors } = await kvloadFill(s.kvload, args);
   if (errors > 0) throw new Error(`${errors} error replies in: ${command}`);
 }
 
 /** kvload's SETs of random keys of the keyspace (no prefill) for `seconds`. */
 async function overwriteFor(target: Target, s: Settings, seconds: number): Promise<void> {
-  const args = ['-m', target.redis ? 'resp' : 'line', '-p', String(target.port), '-c', String(s.conns), '-P', String(s.batch), '-k', String(s.keys), '-v', String(s.valueBytes)];
+  const args = kvloadArgs(target, s);
   const { command, result } = await kvloadRun(s.kvload!, [...args, '-N', '-r', '0', '-w', '0', '-d', String(seconds)]);
   if (result.errors > 0) throw new Error(`${result.errors} error replies in: ${command}`);
 }
