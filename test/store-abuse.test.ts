@@ -4,14 +4,14 @@
 // exactly MAX_VALUE_BYTES. Through all of them the store stays within its memory and
 // connection bounds, keeps serving everyone else, and logs an offender once, not per byte.
 import { randomBytes } from 'node:crypto';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { GET } from '../services/protocol/command-parser.ts';
 import { lineBound } from '../services/protocol/limits.ts';
 import { RESULT_OK } from '../services/store/store-metrics.ts';
 import { destroyAll, track } from './helpers/cleanup.ts';
-import { LineClient } from './helpers/line-client.ts';
+import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 
 afterEach(destroyAll);
@@ -24,14 +24,6 @@ async function until(cond: () => boolean): Promise<void> {
   while (!cond()) await new Promise((r) => setImmediate(r));
 }
 
-/** A raw socket that writes and never reads (no 'data' listener: the kernel buffers fill up). */
-function nonReader(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = track(connect({ port, host: '127.0.0.1' }));
-    s.once('connect', () => resolve(s));
-    s.once('error', reject);
-  });
-}
 
 /** Answers `rounds` PINGs and a SET/GET round trip: the store is serving this client. */
 let clientNo = 0;

@@ -2,27 +2,18 @@
 // port 0): the bounds on what the store produces for each of them, the per-turn budget
 // that keeps them from starving the others, and the cut-off of a client that never reads.
 import { existsSync, readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
 import { COMMANDS_PER_TURN, REPLY_BOUND_BYTES } from '../services/store/client-connection.ts';
 import { COMMAND_BUDGET, REPLY_BOUND, RESULT_OK } from '../services/store/store-metrics.ts';
-import { destroyAll, track } from './helpers/cleanup.ts';
-import { LineClient } from './helpers/line-client.ts';
+import { destroyAll } from './helpers/cleanup.ts';
+import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 
 afterEach(destroyAll);
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-/** A raw socket that writes and never reads. */
-function nonReader(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = track(connect({ port, host: '127.0.0.1' }));
-    s.once('connect', () => resolve(s));
-    s.once('error', reject);
-  });
-}
 
 /** The largest a Linux socket's send plus receive buffers may grow (both ends of one connection); 64 MiB elsewhere. */
 function kernelBufferBound(): number {

@@ -1,9 +1,8 @@
-import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
 import { RESULT_OK } from '../services/store/store-metrics.ts';
-import { destroyAll, track } from './helpers/cleanup.ts';
-import { LineClient } from './helpers/line-client.ts';
+import { destroyAll } from './helpers/cleanup.ts';
+import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 
 afterEach(destroyAll);
@@ -118,14 +117,6 @@ describe('MAX_VALUE_BYTES', () => {
 });
 
 describe('backpressure', () => {
-  /** A socket that writes but never reads (nothing attaches a 'data' listener). */
-  function nonReader(port: number): Promise<Socket> {
-    return new Promise((resolve, reject) => {
-      const s = track(connect({ port, host: '127.0.0.1' }));
-      s.once('connect', () => resolve(s));
-      s.once('error', reject);
-    });
-  }
 
   const gets = (store: { service: { metrics: { commands: Float64Array } } }) => store.service.metrics.commands[GET * 3 + RESULT_OK]!;
 

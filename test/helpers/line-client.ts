@@ -90,3 +90,15 @@ export class LineClient {
     this.socket.destroy();
   }
 }
+
+/**
+ * A raw socket to the store that writes and never reads: nothing attaches a 'data'
+ * listener, so its kernel buffers fill up. Destroyed by destroyAll() in afterEach.
+ */
+export function nonReader(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = track(connect({ port, host: '127.0.0.1' }));
+    s.once('connect', () => resolve(s));
+    s.once('error', reject);
+  });
+}
