@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
 import { freePort } from '../services/shared/free-port.ts';
-import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
+import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
 import type { Settings } from './bench-settings.ts';
 import type { HttpBenchReport } from './http-bench.ts';
 
@@ -86,6 +86,25 @@ function jsonReady(msg: string) {
     const entry = isReady(line);
     return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined } : undefined;
   };
+}
+
+/**
+ * A store process from this checkout (`node services/store/main.ts`, ports chosen by the
+ * OS, info logs), `env` added; resolves with its ready line once it logs it.
+ */
+export function spawnStore(
+  env: Record<string, string>,
+  options: { readonly onLine?: (line: string) => void; readonly timeoutMs?: number; readonly detached?: boolean } = {},
+): Promise<ReadyProcess<Record<string, unknown>>> {
+  return spawnUntilReady({
+    label: 'the store',
+    command: process.execPath,
+    args: ['services/store/main.ts'],
+    cwd: root,
+    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
+    ready: jsonLineWithMsg('kvstore ready'),
+    ...options,
+  });
 }
 
 export function startStore(): Promise<Server> {

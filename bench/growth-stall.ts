@@ -36,10 +36,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { freePort } from '../services/shared/free-port.ts';
-import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
-import { kvloadFill, kvloadRun } from './bench-processes.ts';
+import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
+import { kvloadFill, kvloadRun, spawnStore } from './bench-processes.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
 const OVERWRITE_SECONDS = 8;
 const nowMs = (): number => performance.timeOrigin + performance.now();
@@ -173,15 +172,7 @@ async function startStore(snapshots = false): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'growth-stall-'));
   const env: Record<string, string> = snapshots ? { STORE_SNAPSHOT_PATH: join(dir, 'store.snapshot'), STORE_SNAPSHOT_INTERVAL_S: '1' } : {};
   let saves = 0;
-  const p = await spawnUntilReady({
-    label: 'the store',
-    command: process.execPath,
-    args: ['services/store/main.ts'],
-    cwd: root,
-    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(16 * 1024 ** 3), LOG_LEVEL: 'info', ...env },
-    ready: jsonLineWithMsg('kvstore ready'),
-    onLine: (line) => void (line.includes('"snapshot saved"') && saves++),
-  });
+  const p = await spawnStore({ MAX_MEMORY_BYTES: String(16 * 1024 ** 3), ...env }, { onLine: (line) => void (line.includes('"snapshot saved"') && saves++) });
   p.child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   return { child: p.child, port: p.ready.port as number, redis: false, saves: () => saves };
 }

@@ -22,9 +22,8 @@ import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { seriesValues } from '../test/helpers/exposition.ts';
-import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
+import { spawnStore } from './bench-processes.ts';
 
-const root = fileURLToPath(new URL('../', import.meta.url));
 const MiB = 1024 * 1024;
 
 export interface ChurnOptions {
@@ -98,14 +97,7 @@ interface StoreChild {
 }
 
 async function startStore(env: Record<string, string>): Promise<StoreChild> {
-  const p = await spawnUntilReady({
-    label: 'the store',
-    command: process.execPath,
-    args: ['services/store/main.ts'],
-    cwd: root,
-    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
-    ready: jsonLineWithMsg('kvstore ready'),
-  });
+  const p = await spawnStore(env);
   return { child: p.child, port: p.ready.port as number, metricsPort: p.ready.metricsPort as number, alive: p.alive, kill: p.kill };
 }
 

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
-import { jsonLineWithMsg, parseJsonLine, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
-import { kvBench, redisCommand, root } from './bench-processes.ts';
+import { parseJsonLine, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
+import { kvBench, redisCommand, spawnStore } from './bench-processes.ts';
 import { median } from './median.ts';
 
 interface Round {
@@ -46,20 +46,17 @@ function load(port: number, protocol: 'line' | 'resp') {
 /** Starts a store with the snapshot at `path`, collecting its JSON log lines. */
 async function startStore(path: string): Promise<{ p: ReadyProcess<Record<string, unknown>>; logs: Record<string, unknown>[] }> {
   const logs: Record<string, unknown>[] = [];
-  const p = await spawnUntilReady({
-    label: 'store',
-    command: process.execPath,
-    args: ['services/store/main.ts'],
-    cwd: root,
-    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(8 * 1024 ** 3), LOG_LEVEL: 'info', STORE_SNAPSHOT_PATH: path },
-    ready: jsonLineWithMsg('kvstore ready'),
-    onLine: (line) => {
-      const entry = parseJsonLine(line);
-      if (entry) logs.push(entry);
+  const p = await spawnStore(
+    { MAX_MEMORY_BYTES: String(8 * 1024 ** 3), STORE_SNAPSHOT_PATH: path },
+    {
+      onLine: (line) => {
+        const entry = parseJsonLine(line);
+        if (entry) logs.push(entry);
+      },
+      timeoutMs: 600_000,
+      detached: true,
     },
-    timeoutMs: 600_000,
-    detached: true,
-  });
+  );
   return { p, logs };
 }
 
