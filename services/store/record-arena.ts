@@ -36,6 +36,8 @@
 // engine can update where that entry lives. No region is ever handed out of the arena (the
 // engine copies bytes out, or makes a string of them), so nothing else holds a view of one.
 
+import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
+
 /** Smallest growth step of a class's region (a multiple of the OS page size). */
 export const STEP_BYTES = 16 * 1024;
 /** Records above this get a region of their own, of exactly their size. */
@@ -52,8 +54,6 @@ const roundUp = (n: number, to: number): number => Math.ceil(n / to) * to;
 // through an Int32Array over the same memory instead, 4 bytes per access: 14-17 ns.
 // Records start at multiples of 8, so words are aligned; word order is the platform's.
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-/** Below this many bytes a copy is a loop; above, Buffer#copy (its call costs more than a short loop). */
-const NATIVE_COPY_BYTES = 64;
 
 const INITIAL_OWNERS = 16;
 /** One owner per key at most: the engine's MAX_KEYS. */

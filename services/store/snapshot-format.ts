@@ -1,5 +1,6 @@
 import { crc32 } from 'node:zlib';
 import { MAX_KEY_BYTES } from '../protocol/limits.ts';
+import { copyBytes } from './copy-bytes.ts';
 
 // The snapshot file format (version 1), all integers little-endian:
 //
@@ -62,20 +63,6 @@ export function sizeHintOf(fileBytes: number, tail: Buffer): SnapshotSizeHint | 
 }
 
 const DEFAULT_CHUNK_BYTES = 1 << 20;
-
-/** Below this many bytes a copy is a loop here; above it, Buffer's native copy. */
-const NATIVE_COPY_BYTES = 64;
-
-/**
- * Copies src[from, to) to dst at `at` and returns the end. No view is made: a subarray per
- * record (of an arena region, a resizable buffer) landed in V8's old space, a full
- * collection every few dozen MB saved.
- */
-function copyBytes(src: Buffer, from: number, to: number, dst: Buffer, at: number): number {
-  if (to - from > NATIVE_COPY_BYTES) return at + src.copy(dst, at, from, to);
-  for (let i = from; i < to; i++) dst[at++] = src[i]!;
-  return at;
-}
 
 /** Chunks kept for reuse: a save queues at most a few dozen before it waits for the disk. */
 const MAX_SPARE_CHUNKS = 64;
