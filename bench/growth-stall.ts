@@ -2,7 +2,7 @@
 //
 //   node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes 100]
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
-//        [--kvload <path>]
+//        [--kvload <path>] [--prober-nice N]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
@@ -23,14 +23,19 @@
 //                 machine takes a core from the server and the prober (load and snapshot
 //                 modes; kvload has no SETEX). In snapshot mode its overwrite phase is 8 s
 //                 of SETs of random keys, long enough for several saves.
+//   --prober-nice N  runs the prober's thread at nice N (-20 for the highest; root only).
+//                 On a 2-core machine the loader and the server keep both cores busy, so a
+//                 prober at normal priority waits for a core too, and its worst round trip
+//                 is partly its own scheduling; raised, it measures the server's delay.
+//                 Reports the nice value it got (or "unchanged") and p99/p99.9 per phase.
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
+import { getPriority, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -48,16 +53,46 @@ interface PhaseStats {
   worstMs: number;
   over1Ms: number;
   over5Ms: number;
+  /** The 99th and 99.9th percentile round trips, ms (filled in at the report). */
+  p99Ms?: number;
+  p999Ms?: number;
+}
+
+/** Round trips kept per phase for its percentiles (an 8 s phase sends about 8,000). */
+const KEPT_RTTS = 1 << 20;
+
+/**
+ * Puts the calling thread (the prober) at the highest priority the process may give it, so
+ * the round trips it records are the server's delay and not its own wait for a core on a
+ * machine the loader and the server keep busy. Linux only (a thread is a task with its own
+ * id there); returns the nice value it got, or undefined when it could not.
+ */
+function raiseThreadPriority(nice: number): number | undefined {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    setPriority(tid, nice);
+    return getPriority(tid);
+  } catch {
+    return undefined;
+  }
 }
 
 // ---------------------------------------------------------------- the prober (worker thread)
 
-function runProber(port: number, crlf: boolean): void {
+function runProber(port: number, crlf: boolean, nice: number | undefined): void {
+  const niceGot = nice === undefined ? undefined : raiseThreadPriority(nice);
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });
   const sent: number[] = [];
   let head = 0;
   const phases = new Map<string, PhaseStats>();
-  let phase: PhaseStats = { pings: 0, worstMs: 0, over1Ms: 0, over5Ms: 0 };
+  const rtts = new Map<PhaseStats, Float64Array>();
+  const newPhase = (): PhaseStats => {
+    const p = { pings: 0, worstMs: 0, over1Ms: 0, over5Ms: 0 };
+    rtts.set(p, new Float64Array(KEPT_RTTS));
+    return p;
+  };
+  let phase = newPhase();
+  let kept = rtts.get(phase)!;
   phases.set('start', phase);
   const ping = crlf ? 'PING\r\n' : 'PING\n';
   let timer: NodeJS.Timeout | undefined;
@@ -71,6 +106,7 @@ function runProber(port: number, crlf: boolean): void {
     const t = nowMs();
     for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
       const rtt = t - sent[head++]!;
+      if (phase.pings < KEPT_RTTS) kept[phase.pings] = rtt;
       phase.pings++;
       if (rtt > phase.worstMs) phase.worstMs = rtt;
       if (rtt > 1) phase.over1Ms++;
@@ -84,20 +120,28 @@ function runProber(port: number, crlf: boolean): void {
   sock.on('error', (err) => parentPort!.postMessage({ error: String(err) }));
   parentPort!.on('message', (m: { phase?: string; report?: boolean }) => {
     if (m.phase !== undefined) {
-      phase = { pings: 0, worstMs: 0, over1Ms: 0, over5Ms: 0 };
+      phase = newPhase();
+      kept = rtts.get(phase)!;
       phases.set(m.phase, phase);
     }
     if (m.report) {
       clearInterval(timer);
       sock.destroy();
-      parentPort!.postMessage({ phases: Object.fromEntries(phases) });
+      for (const p of phases.values()) {
+        const sorted = rtts.get(p)!.subarray(0, Math.min(p.pings, KEPT_RTTS)).sort();
+        const at = (q: number): number => +(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2);
+        p.p99Ms = at(0.99);
+        p.p999Ms = at(0.999);
+        p.worstMs = +p.worstMs.toFixed(2);
+      }
+      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged' });
     }
   });
 }
 
 if (!isMainThread) {
-  const { port, crlf } = workerData as { port: number; crlf: boolean };
-  runProber(port, crlf);
+  const { port, crlf, nice } = workerData as { port: number; crlf: boolean; nice: number | undefined };
+  runProber(port, crlf, nice);
 } else {
   await main();
 }
@@ -115,11 +159,12 @@ async function main(): Promise<void> {
       batch: { type: 'string', default: '256' },
       target: { type: 'string', default: 'kvstack' },
       kvload: { type: 'string' },
+      'prober-nice': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N]');
     return;
   }
   const mode = opts.mode;
@@ -139,6 +184,7 @@ async function main(): Promise<void> {
     ttl: count('ttl', opts.ttl),
     conns: count('conns', opts.conns),
     batch: count('batch', opts.batch),
+    proberNice: niceOption(opts['prober-nice']),
   };
   // In snapshot mode `both` also runs the store without saves under the same load: what
   // the saves add is the difference, the rest is the store's own (collections, scheduling).
@@ -271,13 +317,23 @@ interface Settings {
   readonly ttl: number;
   readonly conns: number;
   readonly batch: number;
+  readonly proberNice: number | undefined;
+}
+
+function niceOption(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < -20 || n > 19) throw new Error(`--prober-nice must be an integer from -20 to 19, got ${text}`);
+  return n;
 }
 
 async function measure(target: Target, s: Settings) {
-  const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis } });
+  const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis, nice: s.proberNice } });
+  let proberNice: number | string = 'unchanged';
   const report = new Promise<Record<string, PhaseStats>>((resolve, reject) => {
-    prober.on('message', (m: { phases?: Record<string, PhaseStats>; error?: string }) => {
+    prober.on('message', (m: { phases?: Record<string, PhaseStats>; proberNice?: number | string; error?: string }) => {
       if (m.error) reject(new Error(`prober: ${m.error}`));
+      if (m.proberNice !== undefined) proberNice = m.proberNice;
       if (m.phases) resolve(m.phases);
     });
     prober.on('error', reject);
@@ -330,7 +386,8 @@ async function measure(target: Target, s: Settings) {
   await prober.terminate();
   for (const [name, p] of Object.entries(phases)) {
     if (name === 'start') continue;
-    result[name] = { pings: p.pings, worstMs: +p.worstMs.toFixed(2), over1Ms: p.over1Ms, over5Ms: p.over5Ms };
+    result[name] = p;
   }
+  result.proberNice = proberNice;
   return result;
 }

@@ -11,7 +11,7 @@ import { describe, it } from 'vitest';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
-import { sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 type Op =
   | { op: 'set'; key: string; value: Uint8Array; ttl?: number }
@@ -197,7 +197,7 @@ const midResize = { growing: new Map<string, number>(), shrinking: new Map<strin
  */
 function snapshotAndReload(engine: KvEngine, options: KvEngineOptions): KvEngine {
   const chunks: Buffer[] = [];
-  const encoder = new SnapshotEncoder((c) => chunks.push(c), 0, 512);
+  const encoder = new SnapshotEncoder((c) => chunks.push(c), 0, new ChunkPool(512));
   const walk = engine.beginSnapshot((src, ks, ke, vs, ve, expiresAt) => encoder.record(src, ks, ke, vs, ve, expiresAt));
   while (walk.step(3));
   walk.end();

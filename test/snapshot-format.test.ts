@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HEADER_BYTES, RECORD_HEAD_BYTES, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+import { ChunkPool, HEADER_BYTES, RECORD_HEAD_BYTES, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 interface Entry {
   key: Buffer;
@@ -10,7 +10,7 @@ interface Entry {
 
 function encode(entries: readonly Entry[], createdAtMs = 1_700_000_000_000, chunkBytes?: number): { file: Buffer; chunks: Buffer[] } {
   const chunks: Buffer[] = [];
-  const enc = new SnapshotEncoder((c) => chunks.push(c), createdAtMs, chunkBytes);
+  const enc = new SnapshotEncoder((c) => chunks.push(c), createdAtMs, new ChunkPool(chunkBytes));
   for (const e of entries) {
     const src = Buffer.concat([Buffer.from('junk'), e.key, e.value]);
     enc.record(src, 4, 4 + e.key.length, 4 + e.key.length, src.length, e.expiresAtMs);
@@ -98,7 +98,7 @@ describe('snapshot format', () => {
       copies.push(Buffer.from(c)); // the sink is done with its bytes once copied
       buffers.add(c.buffer);
       enc.recycle(c);
-    }, 0, 4096);
+    }, 0, new ChunkPool(4096));
     for (const e of many) {
       const src = Buffer.concat([Buffer.from('junk'), e.key, e.value]);
       enc.record(src, 4, 4 + e.key.length, 4 + e.key.length, src.length, e.expiresAtMs);
@@ -108,6 +108,31 @@ describe('snapshot format', () => {
     expect(copies.length).toBeGreaterThan(20);
     // Every chunk of the chunk size came from the same two buffers: one being filled, one handed over.
     expect(buffers.size).toBeLessThanOrEqual(3); // plus the one holding the larger record
+  });
+
+  it('a second encoder on the same pool reuses the chunks the first gave back', () => {
+    const pool = new ChunkPool(4096);
+    const records = Array.from({ length: 100 }, (_, i) => ({ key: Buffer.from(`k${i}`), value: Buffer.alloc(300, i), expiresAtMs: 0 }));
+    const run = (): Set<ArrayBufferLike> => {
+      const held: Buffer[] = [];
+      const buffers = new Set<ArrayBufferLike>();
+      const enc = new SnapshotEncoder((c) => (held.push(c), buffers.add(c.buffer)), 0, pool);
+      for (const e of records) {
+        const src = Buffer.concat([e.key, e.value]);
+        enc.record(src, 0, e.key.length, e.key.length, src.length, 0);
+      }
+      enc.finish();
+      for (const c of held) enc.recycle(c); // the sink is done with all of them at once
+      return buffers;
+    };
+    const first = run();
+    expect(pool.spare).toBe(first.size);
+    const second = run();
+    expect([...second].every((b) => first.has(b))).toBe(true);
+    // Not what it does not own: another size, or a view not at the start of its buffer.
+    pool.give(Buffer.alloc(100));
+    pool.give(Buffer.alloc(8192).subarray(4096));
+    expect(pool.spare).toBe(first.size);
   });
 
   it('round-trips any records fed in any pieces (property)', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KvEngine } from '../services/store/kv-engine.ts';
-import { SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
+import { ChunkPool, SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
 
 // The point-in-time property of the engine's snapshot walk: with writes, overwrites,
 // deletes, TTL changes, expiry, eviction and reads racing it between its steps, the walk
@@ -91,7 +91,7 @@ function runRace(seed: number, keys: number, ops: number): void {
 
   // Through the file format into a fresh engine, as a load does (expiry relative to "now").
   const chunks: Buffer[] = [];
-  const encoder = new SnapshotEncoder((c) => chunks.push(c), 0, 4096);
+  const encoder = new SnapshotEncoder((c) => chunks.push(c), 0, new ChunkPool(4096));
   for (const [k, e] of got) {
     const kb = Buffer.from(k);
     const vb = Buffer.from(e.value, 'base64');

@@ -2,7 +2,7 @@ import { isValidKeyBytes } from '../protocol/key-rules.ts';
 import type { Logger } from '../shared/logger.ts';
 import { setImmediate } from 'node:timers/promises';
 import type { KvEngine, SnapshotWalk } from './kv-engine.ts';
-import { sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from './snapshot-format.ts';
+import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from './snapshot-format.ts';
 import { nodeFileSystem, readSnapshotFile, setAside, SnapshotFileWriter, type SnapshotFileSystem } from './snapshot-file.ts';
 import type { SnapshotMetrics } from './snapshot-metrics.ts';
 
@@ -127,6 +127,8 @@ export interface SaveOptions {
   readonly sliceMs?: number;
   /** Abandons the save (the previous snapshot stays); the promise then resolves undefined. */
   readonly signal?: AbortSignal;
+  /** Where the encoder's chunks come from and go back to; periodic saves share one. */
+  readonly chunks?: ChunkPool;
 }
 
 /** Keys handed over per walk step; a slice runs steps until its time is up. */
@@ -140,7 +142,7 @@ const STEP_KEYS = 256;
  */
 export async function saveSnapshot(ctx: SnapshotContext, engine: KvEngine, options: SaveOptions = {}): Promise<SaveOutcome | undefined> {
   const { path, logger, metrics } = ctx;
-  const { sliceMs, signal } = options;
+  const { sliceMs, signal, chunks } = options;
   const wallNow = ctx.wallNow ?? Date.now;
   const started = performance.now();
   let writer: SnapshotFileWriter | undefined;
@@ -151,7 +153,7 @@ export async function saveSnapshot(ctx: SnapshotContext, engine: KvEngine, optio
     const early: Buffer[] = [];
     const startedAtMs = wallNow();
     const recycle = (chunk: Buffer): void => encoder.recycle(chunk);
-    const encoder = new SnapshotEncoder((chunk) => (writer === undefined ? early.push(chunk) : writer.write(chunk, recycle)), startedAtMs);
+    const encoder = new SnapshotEncoder((chunk) => (writer === undefined ? early.push(chunk) : writer.write(chunk, recycle)), startedAtMs, chunks);
     // Expiry goes to wall-clock time through the pair of clocks read at the point in time.
     const toWall = (expiresAt: number): number => (expiresAt === 0 ? 0 : startedAtMs + (expiresAt - walk!.startedAt));
     walk = engine.beginSnapshot((src, ks, ke, vs, ve, expiresAt) => encoder.record(src, ks, ke, vs, ve, toWall(expiresAt)));
@@ -202,6 +204,8 @@ export class PeriodicSnapshots {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
   #abort = new AbortController();
+  /** One save's worth of chunks, kept from save to save. */
+  readonly #chunks = new ChunkPool();
 
   constructor(ctx: SnapshotContext, engine: KvEngine, intervalMs: number, sliceMs: number) {
     this.#ctx = ctx;
@@ -217,7 +221,7 @@ export class PeriodicSnapshots {
 
   /** Starts a snapshot unless one is under way; resolves when it is done (or failed). */
   runNow(): Promise<unknown> {
-    this.#running ??= saveSnapshot(this.#ctx, this.#engine, { sliceMs: this.#sliceMs, signal: this.#abort.signal })
+    this.#running ??= saveSnapshot(this.#ctx, this.#engine, { sliceMs: this.#sliceMs, signal: this.#abort.signal, chunks: this.#chunks })
       .catch(() => undefined) // logged and counted by saveSnapshot
       .finally(() => (this.#running = undefined));
     return this.#running;
