@@ -194,7 +194,51 @@ describe('LRU eviction', () => {
     engine.verifyInvariants();
   });
 
-  it('evicts many keys in exact LRU order while ten keys stay hot', () => {
+  it('from EXACT_LRU_BELOW_KEYS keys on, a GET moves a key only once it has fallen into the least recent quarter', () => {
+    // 8 keys, each 1 key byte + 3 value bytes; a cap of 8 entries, so the ninth SET evicts.
+    const eight = () => engineWith({ maxMemoryBytes: 32, exactLruBelowKeys: 8 });
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    // b went in 7 links ago: not fewer than 8 - 8/4, so it may be among the least recent quarter, and it moves.
+    {
+      const { engine } = eight();
+      for (const key of keys) engine.set(key, v);
+      engine.get('b');
+      engine.set('i', v);
+      engine.set('j', v);
+      expect(engine.get('a')).toBeUndefined();
+      expect(engine.get('c')).toBeUndefined();
+      expect(engine.get('b')).toBe(v);
+    }
+    // d went in 5 links ago: surely among the most recent three quarters, so it keeps its place.
+    {
+      const { engine } = eight();
+      for (const key of keys) engine.set(key, v);
+      expect(engine.get('d')).toBe(v);
+      for (const key of ['i', 'j', 'k', 'l']) engine.set(key, v);
+      expect(engine.get('d')).toBeUndefined(); // evicted fourth, as if it had not been read
+      expect(engine.get('e')).toBe(v);
+    }
+    // Below the threshold (7 keys held) the same read moves it: exact LRU.
+    {
+      const { engine } = eight();
+      for (const key of keys.slice(0, 7)) engine.set(key, v);
+      engine.get('b');
+      engine.set('h', v);
+      engine.set('i', v);
+      engine.set('j', v);
+      expect(engine.get('a')).toBeUndefined();
+      expect(engine.get('c')).toBeUndefined();
+      expect(engine.get('b')).toBe(v);
+    }
+  });
+
+  it('refuses a negative or fractional exactLruBelowKeys', () => {
+    for (const exactLruBelowKeys of [-1, 1.5, Number.NaN]) {
+      expect(() => engineWith({ exactLruBelowKeys })).toThrow(/exactLruBelowKeys/);
+    }
+  });
+
+  it('evicts many keys in LRU order while ten keys stay hot', () => {
     // A benchmark-sized workload (no timing asserted): 250,000 evictions among 3.3 million
     // commands. Each round sets a new cold key and reads ten hot keys; live keys must stay
     // the hot ten plus the most recent cold ones. With the Map's own order as the LRU list

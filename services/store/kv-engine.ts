@@ -8,8 +8,8 @@ import { type SetOutcome, type StoreEngine, ValueLocation } from './store-engine
 // and nothing per key on the JavaScript heap.
 //
 // Layout. Each entry has a slot number; a slot is 8 int32s (its key hash, its bucket-chain
-// link, its LRU links, key length and size class, value length, and its chunk in the
-// arena), so a lookup or an LRU move touches one cache line per slot instead of one per
+// link, its LRU links and when it last moved in that list, key length and size class,
+// value length, and its chunk in the arena), so a lookup or an LRU move touches one cache line per slot instead of one per
 // field (memory latency is most of a GET's cost); expiry times sit in a Float64Array read
 // only for keys whose slot is flagged as having a TTL. The record (key bytes then value
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
@@ -54,6 +54,8 @@ import { type SetOutcome, type StoreEngine, ValueLocation } from './store-engine
 //
 // Decided: GET and SET (including overwrites) count as access for LRU; EXPIRE and TTL do
 // not (they read or change metadata, as Redis's TTL does), nor do DELETE and the sweep.
+// A SET always moves the key to the most recent end; from EXACT_LRU_BELOW_KEYS keys on, a
+// GET moves it only when it has fallen into the least recent quarter (see #touch).
 // Only GET counts hits and misses. An expired key is never returned: every command checks
 // the key it touches, and sweepExpired() removes unread ones through the expiry index.
 
@@ -71,6 +73,12 @@ export interface KvEngineOptions {
   minBuckets?: number;
   /** Old buckets moved to the new table per insert or removal while the table is resized (default REHASH_STEP_BUCKETS, at least 1). */
   rehashStepBuckets?: number;
+  /**
+   * Below this many keys every GET moves its key to the most recent end of the LRU list;
+   * from it on, a GET leaves a key that is already among the most recent three quarters
+   * where it is (default EXACT_LRU_BELOW_KEYS; 0 = always approximate, as the model test runs it).
+   */
+  exactLruBelowKeys?: number;
 }
 
 /** Where the hash table is: its size, and while it is being resized, how far the move has got. */
@@ -137,6 +145,13 @@ export const INITIAL_SLOTS = 1024;
 /** Slots added per growth of the slot arrays past that: 2 MiB of slot fields and 512 KiB of expiry times. */
 export const SLOT_GROWTH = 65_536;
 
+/**
+ * Keys below which LRU is exact. Moving a key in the LRU list writes to its two neighbours,
+ * random slots: with many keys those are cache misses, about an eighth of a pipelined GET's
+ * cost. A small list is in cache and costs nothing to keep exact.
+ */
+export const EXACT_LRU_BELOW_KEYS = 1024;
+
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
 // A shrinking resize visits at most this many empty buckets per bucket it is asked to move
@@ -156,6 +171,8 @@ const NEXT = 3;
 const META = 4;
 const VLEN = 5;
 const CHUNK = 6;
+/** The value of #links when the slot was last linked at the most recent end. */
+const STAMP = 7;
 const HAS_TTL = 1 << 16;
 const SLOT_BYTES = 4 << STRIDE_SHIFT;
 const KLEN_MASK = 0xff;
@@ -218,6 +235,9 @@ export class KvEngine implements StoreEngine {
   #nextMask = 0;
   /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
   #migrated = 0;
+  /** Links made at the most recent end of the LRU list (mod 2^32): a slot's STAMP minus this is how far back it went in. */
+  #links = 0;
+  readonly #exactLruBelow: number;
 
   /** The snapshot walk under way, if any. */
   #walk: Walk | null = null;
@@ -257,7 +277,11 @@ export class KvEngine implements StoreEngine {
     this.maxMemoryBytes = maxMemoryBytes;
     this.#noeviction = evictionPolicy === 'noeviction';
     this.#now = options.now ?? defaultNow;
-    const { minBuckets = MIN_BUCKETS, rehashStepBuckets = REHASH_STEP_BUCKETS } = options;
+    const { minBuckets = MIN_BUCKETS, rehashStepBuckets = REHASH_STEP_BUCKETS, exactLruBelowKeys = EXACT_LRU_BELOW_KEYS } = options;
+    if (!Number.isSafeInteger(exactLruBelowKeys) || exactLruBelowKeys < 0) {
+      throw new RangeError(`exactLruBelowKeys must be a non-negative integer, got ${exactLruBelowKeys}`);
+    }
+    this.#exactLruBelow = exactLruBelowKeys;
     if (!Number.isSafeInteger(minBuckets) || minBuckets < 1 || minBuckets > MAX_KEYS || powerOfTwoAtLeast(minBuckets) !== minBuckets) {
       throw new RangeError(`minBuckets must be a power of two from 1 to ${MAX_KEYS}, got ${minBuckets}`);
     }
@@ -977,8 +1001,17 @@ export class KvEngine implements StoreEngine {
     return !expired;
   }
 
+  /**
+   * A GET's use of the key. Approximate LRU, as memcached's (which moves an item at most once
+   * a minute) and Redis's (which samples): a key that went in at the most recent end fewer
+   * links ago than three quarters of the keys held is still among the most recent three
+   * quarters, so it stays where it is; a quarter of the keys, all used less recently than
+   * its last move, are evicted before it. Below #exactLruBelow keys it always moves.
+   */
   #touch(slot: number): void {
     if (this.#get(LRU, PREV) === slot) return; // already the most recent
+    const live = this.#live;
+    if (live >= this.#exactLruBelow && (this.#links - this.#get(slot, STAMP)) >>> 0 < live - (live >>> 2)) return;
     this.#unlink(slot);
     this.#linkLast(slot);
   }
@@ -994,6 +1027,8 @@ export class KvEngine implements StoreEngine {
 
   /** Links `slot` as the most recently used. */
   #linkLast(slot: number): void {
+    this.#set(slot, STAMP, this.#links);
+    this.#links = (this.#links + 1) | 0;
     const last = this.#get(LRU, PREV);
     this.#set(slot, PREV, last);
     this.#set(slot, NEXT, LRU);
