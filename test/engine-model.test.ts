@@ -248,6 +248,19 @@ function snapshotAndReload(engine: KvEngine, options: KvEngineOptions): KvEngine
   return fresh;
 }
 
+function prefetchKeys(engine: KvEngine, keys: string[]): void {
+  const buf = Buffer.from(keys.join(' '));
+  const starts = new Int32Array(keys.length);
+  const ends = new Int32Array(keys.length);
+  let at = 0;
+  keys.forEach((k, i) => {
+    starts[i] = at;
+    ends[i] = at + Buffer.byteLength(k);
+    at = ends[i]! + 1;
+  });
+  engine.prefetch(buf, starts, ends, keys.length);
+}
+
 /** Runs `ops` against both and throws at the first disagreement. */
 function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction', table: TableOptions = {}): void {
   const c = clock(1_000_000);
@@ -263,6 +276,9 @@ function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction', table: T
     const seen = resize.nextBuckets === 0 ? undefined : resize.nextBuckets > resize.buckets ? midResize.growing : midResize.shrinking;
     const count = (what: string) => seen?.set(what, (seen.get(what) ?? 0) + 1);
     count(o.op);
+    // A prefetch of the key about to be used (and of one the run never writes) must change
+    // nothing the model would notice: it is a hint, run by the store before every batch.
+    if ('key' in o) prefetchKeys(engine, [o.key, 'never-written']);
     const removedBefore = { evictions: engine.evictions, expired: engine.expired };
     switch (o.op) {
       case 'set': {

@@ -162,6 +162,7 @@ export class ClientConnection implements TurnWork {
   receive(buf: Buffer, n: number): void {
     this.#ctx.metrics.receivedBytes += n;
     if (this.#state !== OPEN) return; // after QUIT, an over-long line or shutdown the rest is read and dropped
+    this.#ctx.runner.prefetch(buf, n);
     this.#framer.append(buf.subarray(0, n));
     this.#pump();
     this.#framer.ownHeldInput();

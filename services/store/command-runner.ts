@@ -2,9 +2,13 @@ import { DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, 
 import {
   BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
 } from '../protocol/replies.ts';
+import { scanKeys } from '../protocol/key-scan.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
 import { ValueLocation, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
+
+/** Most keys of one read prefetched together (a pipeline deeper than this gets the first ones). */
+const KEYS_AHEAD = 64;
 
 export interface CommandRunnerOptions {
   readonly engine: StoreEngine;
@@ -27,6 +31,8 @@ export class CommandRunner {
   readonly #statsReply: () => string;
   readonly #parsed = new ParsedCommand();
   readonly #value = new ValueLocation();
+  readonly #keyStarts = new Int32Array(KEYS_AHEAD);
+  readonly #keyEnds = new Int32Array(KEYS_AHEAD);
   /** When the last command ended (or the current batch started), for command durations. */
   #lastTick = 0;
 
@@ -35,6 +41,16 @@ export class CommandRunner {
     this.#metrics = options.metrics;
     this.#maxValueBytes = options.maxValueBytes;
     this.#statsReply = options.statsReply;
+  }
+
+  /**
+   * Input buf[0, n) has arrived: before its lines run one by one, the engine loads what
+   * their lookups will touch, all at once (StoreEngine.prefetch). A read of one line
+   * (a client that waits for each reply) has nothing to overlap and skips it.
+   */
+  prefetch(buf: Buffer, n: number): void {
+    const count = scanKeys(buf, n, this.#keyStarts, this.#keyEnds);
+    if (count > 1) this.#engine.prefetch(buf, this.#keyStarts, this.#keyEnds, count);
   }
 
   /** A batch of lines starts (input arrived, or held lines resume): the next command's time runs from now. */

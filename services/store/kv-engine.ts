@@ -152,6 +152,9 @@ export const SLOT_GROWTH = 65_536;
  */
 export const EXACT_LRU_BELOW_KEYS = 1024;
 
+/** Most keys one prefetch() call looks ahead at. */
+export const PREFETCH_BATCH = 64;
+
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
 // A shrinking resize visits at most this many empty buckets per bucket it is asked to move
@@ -235,6 +238,9 @@ export class KvEngine implements StoreEngine {
   #nextMask = 0;
   /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
   #migrated = 0;
+  /** prefetch()'s bucket heads, one per key of a batch (a batch is at most this long). */
+  readonly #prefetchSlots = new Int32Array(PREFETCH_BATCH);
+  #prefetchSink = 0;
   /** Links made at the most recent end of the LRU list (mod 2^32): a slot's STAMP minus this is how far back it went in. */
   #links = 0;
   readonly #exactLruBelow: number;
@@ -359,6 +365,36 @@ export class KvEngine implements StoreEngine {
 
   // ------------------------------------------------------------ commands on key bytes
   // The key is buf[ks, ke): 1 to MAX_KEY_BYTES bytes (the protocol parser checks the rules).
+
+  prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number): void {
+    // Three passes, each of independent loads (the CPU keeps several misses in flight),
+    // each pass needing the one before: bucket heads, their slots, then the records.
+    const heads = this.#prefetchSlots;
+    const n = Math.min(count, heads.length);
+    const mask = this.#bucketMask;
+    for (let i = 0; i < n; i++) {
+      const h = this.#hashOf(buf, starts[i]!, ends[i]!);
+      const b = h & mask;
+      heads[i] = b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+    }
+    const slots = this.#slots;
+    let sink = 0;
+    for (let i = 0; i < n; i++) {
+      const s = heads[i]!;
+      if (s !== 0) sink ^= slots[(s << STRIDE_SHIFT) + META]!;
+    }
+    const classes = this.#arena.classes;
+    for (let i = 0; i < n; i++) {
+      const s = heads[i]!;
+      if (s === 0) continue;
+      const o = s << STRIDE_SHIFT;
+      const c = classes[(slots[o + META]! >>> CLS_SHIFT) & 0xff]!;
+      // The first bytes of the record: its key, then its value (a large record's own page is left alone).
+      if (c.size > 0) sink ^= c.pages[0]![slots[o + CHUNK]! * c.size]!;
+    }
+    // Kept, so the loads cannot be optimised away.
+    this.#prefetchSink = sink;
+  }
 
   /** Points `into` at the key's value bytes; false when absent. Counts a hit or miss; touches LRU. */
   getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation): boolean {

@@ -19,6 +19,12 @@ export type SetOutcome = 'ok' | 'out_of_memory';
  * format (base64 on GET) is the server's business, not the engine's.
  */
 export interface StoreEngine extends EngineStats {
+  /**
+   * A hint, with no effect on the keyspace or its counters: loads the memory that looking
+   * up the keys buf[starts[i], ends[i]) (i < count) will touch, all of them at once, so the
+   * cache misses of a pipelined batch overlap instead of coming one command at a time.
+   */
+  prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number): void;
   /** Finds the key and points `into` at its value; false when absent. Counts a hit or miss. */
   getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation): boolean;
   /** Stores the value bytes buf[vs, ve) (copied); without ttlSeconds any TTL is cleared. */

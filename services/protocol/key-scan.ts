@@ -1,0 +1,43 @@
+import { MAX_KEY_BYTES } from './limits.ts';
+
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+
+/**
+ * Where the keys of the complete lines in buf[0, end) are, as a hint for prefetching:
+ * every command that names a key names it first (see the command table), so the key
+ * guessed for a line is its second word. Nothing is validated: a line without a key, or a
+ * malformed one, gives a range that names no key, which costs the engine a wasted lookup
+ * and nothing else; the parser still decides what each line means. Stops at the first
+ * incomplete line or after starts.length lines with a key-sized second word. Returns how
+ * many ranges it wrote: line k's is [starts[k], ends[k]).
+ */
+export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends: Int32Array): number {
+  const max = starts.length;
+  let count = 0;
+  let pos = 0;
+  while (pos < end && count < max) {
+    let i = pos;
+    while (i < end && buf[i] !== SPACE && buf[i] !== LF) i++;
+    if (i >= end) break;
+    if (buf[i] === LF) {
+      pos = i + 1; // a line of one word: no key
+      continue;
+    }
+    const keyStart = i + 1;
+    let j = keyStart;
+    while (j < end && buf[j] !== SPACE && buf[j] !== LF && buf[j] !== CR) j++;
+    if (j >= end) break;
+    // The rest of the line (a value, up to a megabyte) is skipped with memchr, not in JavaScript.
+    const lf = buf[j] === LF ? j : buf.indexOf(LF, j);
+    if (lf < 0 || lf >= end) break; // an incomplete line: its key may not be all there yet
+    if (j > keyStart && j - keyStart <= MAX_KEY_BYTES) {
+      starts[count] = keyStart;
+      ends[count] = j;
+      count++;
+    }
+    pos = lf + 1;
+  }
+  return count;
+}
