@@ -53,13 +53,25 @@ interface PhaseStats {
   worstMs: number;
   over1Ms: number;
   over5Ms: number;
-  /** The 99th and 99.9th percentile round trips, ms (filled in at the report). */
-  p99Ms?: number;
-  p999Ms?: number;
+  /** The 99th and 99.9th percentile round trips, ms. */
+  p99Ms: number;
+  p999Ms: number;
 }
 
-/** Round trips kept per phase for its percentiles (an 8 s phase sends about 8,000). */
-const KEPT_RTTS = 1 << 20;
+/** A phase's figures from its round trips (ms, in the order they came). */
+function phaseStats(rtts: readonly number[]): PhaseStats {
+  const sorted = Float64Array.from(rtts).sort();
+  const ms = (v: number | undefined): number => +(v ?? 0).toFixed(2);
+  const at = (q: number): number => ms(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
+  return {
+    pings: sorted.length,
+    worstMs: ms(sorted.at(-1)),
+    over1Ms: rtts.filter((r) => r > 1).length,
+    over5Ms: rtts.filter((r) => r > 5).length,
+    p99Ms: at(0.99),
+    p999Ms: at(0.999),
+  };
+}
 
 /**
  * Puts the calling thread (the prober) at the highest priority the process may give it, so
@@ -84,16 +96,10 @@ function runProber(port: number, crlf: boolean, nice: number | undefined): void 
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });
   const sent: number[] = [];
   let head = 0;
-  const phases = new Map<string, PhaseStats>();
-  const rtts = new Map<PhaseStats, Float64Array>();
-  const newPhase = (): PhaseStats => {
-    const p = { pings: 0, worstMs: 0, over1Ms: 0, over5Ms: 0 };
-    rtts.set(p, new Float64Array(KEPT_RTTS));
-    return p;
-  };
-  let phase = newPhase();
-  let kept = rtts.get(phase)!;
-  phases.set('start', phase);
+  // Every round trip of each phase (an 8 s phase has about 8,000), for its figures at the report.
+  const phases = new Map<string, number[]>();
+  let rtts: number[] = [];
+  phases.set('start', rtts);
   const ping = crlf ? 'PING\r\n' : 'PING\n';
   let timer: NodeJS.Timeout | undefined;
   sock.on('connect', () => {
@@ -105,12 +111,7 @@ function runProber(port: number, crlf: boolean, nice: number | undefined): void 
   sock.on('data', (chunk: Buffer) => {
     const t = nowMs();
     for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
-      const rtt = t - sent[head++]!;
-      if (phase.pings < KEPT_RTTS) kept[phase.pings] = rtt;
-      phase.pings++;
-      if (rtt > phase.worstMs) phase.worstMs = rtt;
-      if (rtt > 1) phase.over1Ms++;
-      if (rtt > 5) phase.over5Ms++;
+      rtts.push(t - sent[head++]!);
     }
     if (head > 4096) {
       sent.splice(0, head);
@@ -120,21 +121,14 @@ function runProber(port: number, crlf: boolean, nice: number | undefined): void 
   sock.on('error', (err) => parentPort!.postMessage({ error: String(err) }));
   parentPort!.on('message', (m: { phase?: string; report?: boolean }) => {
     if (m.phase !== undefined) {
-      phase = newPhase();
-      kept = rtts.get(phase)!;
-      phases.set(m.phase, phase);
+      rtts = [];
+      phases.set(m.phase, rtts);
     }
     if (m.report) {
       clearInterval(timer);
       sock.destroy();
-      for (const p of phases.values()) {
-        const sorted = rtts.get(p)!.subarray(0, Math.min(p.pings, KEPT_RTTS)).sort();
-        const at = (q: number): number => +(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2);
-        p.p99Ms = at(0.99);
-        p.p999Ms = at(0.999);
-        p.worstMs = +p.worstMs.toFixed(2);
-      }
-      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged' });
+      const stats = Object.fromEntries([...phases].map(([name, r]) => [name, phaseStats(r)]));
+      parentPort!.postMessage({ phases: stats, proberNice: niceGot ?? 'unchanged' });
     }
   });
 }

@@ -1,4 +1,5 @@
 import { PARSE_ERROR_REASONS } from './command-parser.ts';
+import { base64Slice, latin1Write } from '../shared/buffer-internals.ts';
 import { base64Length } from './limits.ts';
 
 /**
@@ -73,21 +74,13 @@ const VALUE_PREFIX = Buffer.from(`${REPLY_WORDS.value} `, 'latin1');
 /** Bytes of `VALUE <base64>\n` for a value of `valueBytes` bytes. */
 export const valueReplyLength = (valueBytes: number): number => VALUE_PREFIX.length + base64Length(valueBytes) + 1;
 
-// What buf.toString('base64', start, end) and buf.write(text, at, 'latin1') call once they
-// have checked and normalised their arguments; on a path run for every GET that
-// normalising is a measurable share of the cost, and here the arguments are known good.
-type BufferWorkers = Buffer & {
-  base64Slice(start: number, end: number): string;
-  latin1Write(text: string, at: number): number;
-};
-
 /**
  * Writes `VALUE <base64 of page[start, end)>\n` into target at `at` (which has room for
  * valueReplyLength) and returns the offset after it.
  */
 export function writeValueReply(target: Buffer, at: number, page: Buffer, start: number, end: number): number {
   for (let i = 0; i < VALUE_PREFIX.length; i++) target[at++] = VALUE_PREFIX[i]!;
-  if (end > start) at += (target as BufferWorkers).latin1Write((page as BufferWorkers).base64Slice(start, end), at);
+  if (end > start) at += latin1Write(target, base64Slice(page, start, end), at);
   target[at++] = LF;
   return at;
 }

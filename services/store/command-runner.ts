@@ -4,11 +4,8 @@ import {
 } from '../protocol/replies.ts';
 import { scanKeys } from '../protocol/key-scan.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
-import { ValueLocation, type StoreEngine } from './store-engine.ts';
+import { PREFETCH_BATCH, ValueLocation, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
-
-/** Most keys of one read prefetched together (a pipeline deeper than this gets the first ones). */
-const KEYS_AHEAD = 64;
 
 export interface CommandRunnerOptions {
   readonly engine: StoreEngine;
@@ -31,8 +28,8 @@ export class CommandRunner {
   readonly #statsReply: () => string;
   readonly #parsed = new ParsedCommand();
   readonly #value = new ValueLocation();
-  readonly #keyStarts = new Int32Array(KEYS_AHEAD);
-  readonly #keyEnds = new Int32Array(KEYS_AHEAD);
+  readonly #keyStarts = new Int32Array(PREFETCH_BATCH);
+  readonly #keyEnds = new Int32Array(PREFETCH_BATCH);
   /** When the last command ended (or the current batch started), for command durations. */
   #lastTick = 0;
 
@@ -49,6 +46,7 @@ export class CommandRunner {
    * (a client that waits for each reply) has nothing to overlap and skips it.
    */
   prefetch(buf: Buffer, n: number): void {
+    // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const count = scanKeys(buf, n, this.#keyStarts, this.#keyEnds);
     if (count > 1) this.#engine.prefetch(buf, this.#keyStarts, this.#keyEnds, count);
   }

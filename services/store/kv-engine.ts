@@ -2,15 +2,15 @@ import { randomInt } from 'node:crypto';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { arenaSlackBytes, RecordArena } from './record-arena.ts';
-import { type SetOutcome, type StoreEngine, ValueLocation } from './store-engine.ts';
+import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueLocation } from './store-engine.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
 //
 // Layout. Each entry has a slot number; a slot is 8 int32s (its key hash, its bucket-chain
 // link, its LRU links and when it last moved in that list, key length and size class,
-// value length, and its chunk in the arena), so a lookup or an LRU move touches one cache line per slot instead of one per
-// field (memory latency is most of a GET's cost); expiry times sit in a Float64Array read
+// value length, and its chunk in the arena), so a lookup or an LRU move touches one cache
+// line per slot instead of one per field (memory latency is most of a GET's cost); expiry times sit in a Float64Array read
 // only for keys whose slot is flagged as having a TTL. The record (key bytes then value
 // bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
 // through the slots' `chain` field, a power-of-two number of buckets) finds a key from its
@@ -151,9 +151,6 @@ export const SLOT_GROWTH = 65_536;
  * cost. A small list is in cache and costs nothing to keep exact.
  */
 export const EXACT_LRU_BELOW_KEYS = 1024;
-
-/** Most keys one prefetch() call looks ahead at. */
-export const PREFETCH_BATCH = 64;
 
 // Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
 const LRU = 0;
@@ -371,11 +368,9 @@ export class KvEngine implements StoreEngine {
     // each pass needing the one before: bucket heads, their slots, then the records.
     const heads = this.#prefetchSlots;
     const n = Math.min(count, heads.length);
-    const mask = this.#bucketMask;
     for (let i = 0; i < n; i++) {
       const h = this.#hashOf(buf, starts[i]!, ends[i]!);
-      const b = h & mask;
-      heads[i] = b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+      heads[i] = this.#chainOf(h);
     }
     const slots = this.#slots;
     let sink = 0;
@@ -688,7 +683,7 @@ export class KvEngine implements StoreEngine {
     const room = this.#expiresAt.length;
     // As much as step-by-step growth would have reached for the slots used.
     let keep = Math.min(INITIAL_SLOTS, this.#maxSlots);
-    while (keep < this.#top) keep = Math.min(this.#maxSlots, keep < SLOT_GROWTH ? keep * 2 : keep + SLOT_GROWTH);
+    while (keep < this.#top) keep = this.#slotsAfterGrowth(keep);
     if (keep < room) {
       this.#slotBuffer.resize(keep * SLOT_BYTES);
       this.#expiryBuffer.resize(keep * 8);
@@ -816,12 +811,17 @@ export class KvEngine implements StoreEngine {
     return h ^ (h >>> 16);
   }
 
+  /** The first slot of hash h's chain (0 for none), in the new table once its old bucket has moved. */
+  #chainOf(h: number): number {
+    const b = h & this.#bucketMask;
+    return b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+  }
+
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
   #find(buf: Buffer, ks: number, ke: number, h: number): number {
     const klen = ke - ks;
     const slots = this.#slots;
-    const b = h & this.#bucketMask;
-    let s = b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+    let s = this.#chainOf(h);
     while (s !== 0) {
       const o = s << STRIDE_SHIFT;
       const meta = slots[o + META]!;
@@ -856,8 +856,7 @@ export class KvEngine implements StoreEngine {
       slot = this.#top++;
       if (slot >= this.#expiresAt.length) {
         // In place: the buffers reserved their full size, so this commits pages and copies nothing.
-        const room = this.#expiresAt.length;
-        const n = Math.min(this.#maxSlots, room < SLOT_GROWTH ? room * 2 : room + SLOT_GROWTH);
+        const n = this.#slotsAfterGrowth(this.#expiresAt.length);
         this.#slotBuffer.resize(n * SLOT_BYTES);
         this.#expiryBuffer.resize(n * 8);
       }
@@ -986,6 +985,11 @@ export class KvEngine implements StoreEngine {
     return this.#arena.footprintBytes + this.#tableBytes() + extra > this.footprintLimitBytes;
   }
 
+  /** The slot arrays' length after one growth step from `slots`: doubling up to SLOT_GROWTH, then SLOT_GROWTH more. */
+  #slotsAfterGrowth(slots: number): number {
+    return Math.min(this.#maxSlots, slots < SLOT_GROWTH ? slots * 2 : slots + SLOT_GROWTH);
+  }
+
   /**
    * Bytes a new key would add to the tables: the slot arrays' next growth step when no
    * slot is free, and a new bucket table when the keys are about to outgrow the buckets
@@ -997,8 +1001,7 @@ export class KvEngine implements StoreEngine {
     let bytes = 0;
     if (this.#freeHead === 0 && this.#top >= this.#expiresAt.length) {
       const room = this.#expiresAt.length;
-      const n = Math.min(this.#maxSlots, room < SLOT_GROWTH ? room * 2 : room + SLOT_GROWTH);
-      bytes += (n - room) * (SLOT_BYTES + 8);
+      bytes += (this.#slotsAfterGrowth(room) - room) * (SLOT_BYTES + 8);
     }
     if (this.#next === NO_TABLE && this.#live + 1 > this.#bucketMask + 1) bytes += powerOfTwoAtLeast(this.#live + 1) * 4;
     return bytes;

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { valueReplyLength, writeValueReply } from '../protocol/replies.ts';
+import { latin1Write } from '../shared/buffer-internals.ts';
 
 /**
  * Replies are built as bytes, not strings: one connection's replies of a turn go into one
@@ -35,11 +36,6 @@ export class ReplyBufferPool {
 
 const EMPTY = Buffer.alloc(0);
 
-// What buf.write(text, at, 'latin1') calls once it has checked and normalised its
-// arguments; on a path run for every reply that normalising is a measurable share of the
-// cost, and here the arguments are known good.
-type LatinWriter = Buffer & { latin1Write(text: string, at: number): number };
-
 /** One connection's replies not yet handed to its socket. */
 export class ReplyBuffer {
   readonly #pool: ReplyBufferPool;
@@ -60,7 +56,7 @@ export class ReplyBuffer {
   /** Appends a reply made of ASCII characters (LF included by the caller). */
   ascii(text: string): void {
     this.#room(text.length);
-    this.#len += (this.#buf as LatinWriter).latin1Write(text, this.#len);
+    this.#len += latin1Write(this.#buf, text, this.#len);
   }
 
   /** Appends a reply given as bytes (the constant ones: OK, PONG, NOT_FOUND...). */

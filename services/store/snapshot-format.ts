@@ -99,15 +99,13 @@ export class ChunkPool {
 }
 
 /**
- * Serialises records into chunks of about `chunkBytes` and hands each full chunk to
- * `sink`, which owns it until it gives it back with recycle() (or never: then the encoder
- * never touches it again). Values larger than a chunk get a chunk of their own size.
- * Recycling matters while serving: every chunk allocated is memory V8 counts as external,
- * and each 64 MiB of it starts a full collection, a pause for every client.
+ * Serialises records into chunks from `pool` and hands each full chunk to `sink`, which
+ * owns it until it gives it back with recycle() (or never: then the encoder never touches
+ * it again). Values larger than a chunk get a chunk of their own size. Why chunks are
+ * recycled: see ChunkPool.
  */
 export class SnapshotEncoder {
   readonly #sink: (chunk: Buffer) => void;
-  readonly #chunkBytes: number;
   #chunk: Buffer;
   #at = 0;
   #crc = 0;
@@ -119,7 +117,6 @@ export class SnapshotEncoder {
   constructor(sink: (chunk: Buffer) => void, createdAtMs: number, pool = new ChunkPool()) {
     this.#sink = sink;
     this.#pool = pool;
-    this.#chunkBytes = pool.chunkBytes;
     this.#chunk = pool.take();
     const h = this.#room(HEADER_BYTES);
     SNAPSHOT_MAGIC.copy(h, this.#at);
@@ -180,7 +177,7 @@ export class SnapshotEncoder {
       this.#crc = crc32(this.#chunk.subarray(0, this.#at), this.#crc);
       this.#hand();
     }
-    this.#chunk = n <= this.#chunkBytes ? this.#pool.take() : Buffer.allocUnsafeSlow(n);
+    this.#chunk = n <= this.#pool.chunkBytes ? this.#pool.take() : Buffer.allocUnsafeSlow(n);
     return this.#chunk;
   }
 
@@ -242,21 +239,22 @@ export class SnapshotDecoder {
       const joined = this.#pieces.length === 1 ? this.#pieces[0]! : Buffer.concat(this.#pieces, this.#pendingBytes);
       this.#pieces = [];
       this.#pendingBytes = 0;
-      const used = this.#parse(joined);
-      this.#consumed(joined, used);
-      if (used < joined.length) {
-        this.#pieces.push(joined.subarray(used)); // the decoder's own copy
-        this.#pendingBytes = joined.length - used;
-      }
+      this.#parseAndKeep(joined, true);
     }
-    if (at === chunk.length) return;
     // Nothing pending: records are read in place.
-    const rest = at === 0 ? chunk : chunk.subarray(at);
-    const used = this.#parse(rest);
-    this.#consumed(rest, used);
-    if (used < rest.length) {
-      this.#pieces.push(Buffer.from(rest.subarray(used)));
-      this.#pendingBytes = rest.length - used;
+    if (at < chunk.length) this.#parseAndKeep(at === 0 ? chunk : chunk.subarray(at), false);
+  }
+
+  /** Reads what it can of `buf` and keeps the rest (copied unless `owned`, the decoder's own bytes) for the next push. */
+  #parseAndKeep(buf: Buffer, owned: boolean): void {
+    const used = this.#parse(buf);
+    // After the trailer the checksum is final (#readTrailer folded this buffer up to it).
+    if (!this.#ended) this.#crc = crc32(buf.subarray(0, used), this.#crc);
+    this.#bytes += used;
+    if (used < buf.length) {
+      const rest = buf.subarray(used);
+      this.#pieces.push(owned ? rest : Buffer.from(rest));
+      this.#pendingBytes = rest.length;
     }
   }
 
@@ -337,12 +335,5 @@ export class SnapshotDecoder {
     if (count !== BigInt(this.#records)) throw new SnapshotFormatError('corrupt', `trailer counts ${count} records, the file holds ${this.#records}`);
     this.#crc = crc;
     this.#ended = true;
-  }
-
-  /** Folds the bytes read from `buf` into the count and, until the trailer, the checksum. */
-  #consumed(buf: Buffer, used: number): void {
-    // After the trailer the checksum is final (#readTrailer folded this buffer up to it).
-    if (!this.#ended) this.#crc = crc32(buf.subarray(0, used), this.#crc);
-    this.#bytes += used;
   }
 }

@@ -18,11 +18,15 @@ export type SetOutcome = 'ok' | 'out_of_memory';
  * the socket's buffer (the key is buf[ks, ke)), values in and out as bytes. The wire
  * format (base64 on GET) is the server's business, not the engine's.
  */
+/** Most keys one prefetch() call looks ahead at; an engine ignores those past it. */
+export const PREFETCH_BATCH = 64;
+
 export interface StoreEngine extends EngineStats {
   /**
    * A hint, with no effect on the keyspace or its counters: loads the memory that looking
-   * up the keys buf[starts[i], ends[i]) (i < count) will touch, all of them at once, so the
-   * cache misses of a pipelined batch overlap instead of coming one command at a time.
+   * up the keys buf[starts[i], ends[i]) (i < count, at most PREFETCH_BATCH) will touch, all
+   * of them at once, so the cache misses of a pipelined batch overlap instead of coming
+   * one command at a time.
    */
   prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number): void;
   /** Finds the key and points `into` at its value; false when absent. Counts a hit or miss. */
