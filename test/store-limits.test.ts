@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
 import { RESULT_OK } from '../services/store/store-metrics.ts';
+import { sweepPeriodMs } from '../services/store/store-server.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore } from './helpers/store-harness.ts';
@@ -39,6 +40,35 @@ describe('IDLE_TIMEOUT_MS', () => {
     expect(c.received).toEqual(['PONG']);
     expect(c.error).toBeUndefined();
     await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { interval: 5 });
+  });
+
+  it('activity keeps a connection open; it is closed once idle for the time-out, not before', async () => {
+    const idleTimeoutMs = 150;
+    const store = await startTestStore({ idleTimeoutMs });
+    const active = await store.client();
+    const idle = await store.client();
+    expect(await idle.request('PING')).toBe('PONG');
+    const idleSince = performance.now();
+    // The active client sends a command every third of the time-out, for three time-outs.
+    const activeUntil = performance.now() + 3 * idleTimeoutMs;
+    while (performance.now() < activeUntil) {
+      expect(await active.request('PING')).toBe('PONG');
+      await new Promise((r) => setTimeout(r, idleTimeoutMs / 3));
+    }
+    await idle.closed;
+    // Closed by the sweep: no sooner than the time-out, at most a sweep period (a quarter of it) later, plus scheduling.
+    expect(performance.now() - idleSince).toBeGreaterThanOrEqual(idleTimeoutMs);
+    expect(active.error).toBeUndefined();
+    expect(await active.request('PING')).toBe('PONG');
+  });
+
+  it('the sweep runs every quarter of the shorter time-out, at least once a second, never more than once a millisecond', () => {
+    expect(sweepPeriodMs(0, 0)).toBeUndefined();
+    expect(sweepPeriodMs(300_000, 30_000)).toBe(1000);
+    expect(sweepPeriodMs(50, 0)).toBe(12.5);
+    expect(sweepPeriodMs(0, 2000)).toBe(500);
+    expect(sweepPeriodMs(400, 2000)).toBe(100);
+    expect(sweepPeriodMs(2, 0)).toBe(1);
   });
 
   it('0 means connections have no idle time-out', async () => {

@@ -118,7 +118,7 @@ export const storeSettings = {
   maxMemoryBytes: { env: 'MAX_MEMORY_BYTES', default: '268435456', description: 'Cap on USAGE (key bytes + value bytes); never passed.', parse: integer(1, Number.MAX_SAFE_INTEGER) },
   evictionPolicy: { env: 'EVICTION_POLICY', default: 'lru', description: `\`lru\` evicts least recently used keys to make room; \`noeviction\` answers \`${errorLine(ERROR_REASONS.outOfMemory)}\`.`, parse: oneOf<EvictionPolicy>('lru', 'noeviction') },
   maxConnections: { env: 'MAX_CONNECTIONS', default: '10000', description: `Open client connections allowed; past it a new one gets \`${errorLine(ERROR_REASONS.maxConnections)}\` and is closed.`, parse: integer(1, 1_000_000) },
-  idleTimeoutMs: { env: 'IDLE_TIMEOUT_MS', default: '300000', description: 'Close a client connection idle this long, in ms; 0 = never.', parse: integer(0, 2_147_483_647) },
+  idleTimeoutMs: { env: 'IDLE_TIMEOUT_MS', default: '300000', description: 'Close a client connection that sent nothing and took no reply for this long, in ms (checked every quarter of it, at least once a second); 0 = never.', parse: integer(0, 2_147_483_647) },
   outputStallTimeoutMs: { env: 'OUTPUT_STALL_TIMEOUT_MS', default: '30000', description: 'Close a client connection whose replies fill the socket and of which the client takes nothing for this long, in ms; 0 = never.', parse: integer(0, 2_147_483_647) },
   snapshotPath: {
     env: 'STORE_SNAPSHOT_PATH',

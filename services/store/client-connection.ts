@@ -44,6 +44,8 @@ export interface ConnectionContext {
   readonly turns: TurnScheduler;
   readonly metrics: Pick<StoreMetrics, 'receivedBytes' | 'sentBytes' | 'protocolErrors' | 'connectionYields'>;
   readonly logger: Logger;
+  /** For ConnectionFlow only: the server's sweep closes idle connections (see idleMs). */
+  readonly idleTimeoutMs: number;
 }
 
 /** What a test (or a diagnostic) can see of one connection's flow control. */
@@ -55,7 +57,7 @@ export interface ConnectionFlow {
   readonly writableLength: number;
   /** Reading is paused: the replies already queued must drain, or the turn's budget is spent. */
   readonly paused: boolean;
-  /** The socket's idle time-out in ms; 0 = none. */
+  /** The server's idle time-out in ms; 0 = none. */
   readonly idleTimeoutMs: number;
   /** Its reads land in the server's shared buffer (else in a buffer per read, Node's way). */
   readonly sharedReads: boolean;
@@ -80,6 +82,8 @@ export class ClientConnection implements TurnWork {
   /** For stalledMs(): when the queued replies last shrank, and how many there were. */
   #stallSince = 0;
   #stallUnsent = 0;
+  /** performance.now() of the last input read or output drained, for idleMs(). */
+  #activeAt = performance.now();
 
   readonly #sharedReads: boolean;
 
@@ -92,14 +96,27 @@ export class ClientConnection implements TurnWork {
       onLine: (buf, start, end) => this.#onLine(buf, start, end),
       onOverflow: () => this.#onOverflow(),
     });
-    socket.on('drain', () => this.#pump());
+    socket.on('drain', () => {
+      this.#activeAt = performance.now();
+      this.#pump(this.#activeAt);
+    });
     // The client is done sending (half-close): answer everything it sent, then end.
     socket.on('end', () => this.shutdown());
   }
 
   get flow(): ConnectionFlow {
     const s = this.socket;
-    return { bytesRead: s.bytesRead, bytesWritten: s.bytesWritten, writableLength: s.writableLength, paused: s.isPaused(), idleTimeoutMs: s.timeout ?? 0, sharedReads: this.#sharedReads };
+    return { bytesRead: s.bytesRead, bytesWritten: s.bytesWritten, writableLength: s.writableLength, paused: s.isPaused(), idleTimeoutMs: this.#ctx.idleTimeoutMs, sharedReads: this.#sharedReads };
+  }
+
+  /**
+   * How long, in ms of `now` (performance.now()), nothing has been read from the client nor
+   * taken by it. The server's periodic sweep closes a connection idle for IDLE_TIMEOUT_MS:
+   * a timer per socket (socket.setTimeout) would be re-armed on every read and every write,
+   * which cost about 2% of the store's throughput at pipeline depth 1.
+   */
+  idleMs(now: number): number {
+    return now - this.#activeAt;
   }
 
   /**
@@ -152,7 +169,7 @@ export class ClientConnection implements TurnWork {
   }
 
   resumeTurn(): void {
-    this.#pump();
+    this.#pump(performance.now());
   }
 
   /**
@@ -161,18 +178,20 @@ export class ClientConnection implements TurnWork {
    */
   receive(buf: Buffer, n: number): void {
     this.#ctx.metrics.receivedBytes += n;
+    const now = performance.now();
+    this.#activeAt = now;
     if (this.#state !== OPEN) return; // after QUIT, an over-long line or shutdown the rest is read and dropped
     this.#ctx.runner.prefetch(buf, n);
     this.#framer.append(buf.subarray(0, n));
-    this.#pump();
+    this.#pump(now);
     this.#framer.ownHeldInput();
   }
 
-  /** Runs held lines within the turn's budget and the reply bound. */
-  #pump(): void {
+  /** Runs held lines within the turn's budget and the reply bound; `now` is performance.now(). */
+  #pump(now: number): void {
     if (this.#state >= CLOSING || this.socket.destroyed) return;
     if (this.#budget > 0 && this.#hasRoom()) {
-      this.#ctx.runner.startClock();
+      this.#ctx.runner.startClock(now);
       this.#budget -= this.#framer.deliver(this.#budget);
       this.#ctx.turns.atEndOfTurn(this);
       if (this.#framer.hasUnframedInput && this.#state < CLOSING) {

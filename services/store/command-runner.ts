@@ -51,9 +51,9 @@ export class CommandRunner {
     if (count > 1) this.#engine.prefetch(buf, this.#keyStarts, this.#keyEnds, count);
   }
 
-  /** A batch of lines starts (input arrived, or held lines resume): the next command's time runs from now. */
-  startClock(): void {
-    this.#lastTick = performance.now();
+  /** A batch of lines starts (input arrived, or held lines resume) at `now` (performance.now()): the next command's time runs from it. */
+  startClock(now: number): void {
+    this.#lastTick = now;
   }
 
   /** Runs the line buf[start, end) and appends its reply to `out`; returns true for QUIT. */

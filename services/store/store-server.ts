@@ -29,8 +29,19 @@ export interface StoreServerOptions {
   readonly exemptFromLimit?: (socket: Socket) => boolean;
 }
 
-/** Most often the stall check runs: a quarter of the time-out, at most once a second. */
-const STALL_CHECK_MAX_MS = 1000;
+/**
+ * How often the connection sweep runs: a quarter of the shorter time-out, and at least
+ * once a second, so a connection is closed at most that much after its time-out (as
+ * Redis's clientsCron closes idle clients).
+ */
+const SWEEP_MAX_MS = 1000;
+
+/** The sweep's period for the time-outs in effect (0 = off); undefined when both are off. */
+export function sweepPeriodMs(idleTimeoutMs: number, outputStallTimeoutMs: number): number | undefined {
+  const timeouts = [idleTimeoutMs, outputStallTimeoutMs].filter((t) => t > 0);
+  if (timeouts.length === 0) return undefined;
+  return Math.max(1, Math.min(SWEEP_MAX_MS, Math.min(...timeouts) / 4));
+}
 
 /**
  * The store's TCP listener: accepts up to maxConnections clients, hands each to a
@@ -47,7 +58,7 @@ export class StoreServer {
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = performance.now();
   readonly #reads = new SharedReadBuffer();
-  readonly #stallCheck: NodeJS.Timeout | undefined;
+  readonly #sweep: NodeJS.Timeout | undefined;
   #closing = false;
   #warnedReads = false;
   #onAllClosed: (() => void) | undefined;
@@ -62,6 +73,7 @@ export class StoreServer {
       turns: new TurnScheduler(),
       metrics: options.metrics,
       logger: options.logger,
+      idleTimeoutMs: options.idleTimeoutMs,
     };
     // allowHalfOpen: a client's FIN must not end our side before the replies to what it
     // sent are written (they may be held back); ClientConnection ends it.
@@ -69,10 +81,10 @@ export class StoreServer {
     // socket that reads into the shared buffer (see SharedReadBuffer).
     this.server = createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.#accept(socket));
     this.server.on('error', (err) => options.logger.error({ err }, 'store listener error'));
-    const stall = options.outputStallTimeoutMs;
-    if (stall > 0) {
-      this.#stallCheck = setInterval(() => this.#closeStalled(stall), Math.max(1, Math.min(STALL_CHECK_MAX_MS, stall / 4)));
-      this.#stallCheck.unref();
+    const period = sweepPeriodMs(options.idleTimeoutMs, options.outputStallTimeoutMs);
+    if (period !== undefined) {
+      this.#sweep = setInterval(() => this.#sweepConnections(), period);
+      this.#sweep.unref();
     }
   }
 
@@ -90,7 +102,7 @@ export class StoreServer {
   }
 
   #accept(accepted: Socket): void {
-    const { logger, maxConnections, idleTimeoutMs } = this.options;
+    const { logger, maxConnections } = this.options;
     // Refused before its reads move to the shared buffer: it has no connection to read them.
     if (this.#closing || (this.#connections.size >= maxConnections && !this.options.exemptFromLimit?.(accepted))) {
       this.#refuse(accepted.resume()); // reads, and drops, what it sends: it gets a FIN, not a reset
@@ -113,12 +125,6 @@ export class StoreServer {
       this.#connections.delete(connection);
       if (this.#connections.size === 0) this.#onAllClosed?.();
     });
-    if (idleTimeoutMs > 0) {
-      socket.setTimeout(idleTimeoutMs, () => {
-        logger.debug({ remote: socket.remoteAddress, idleTimeoutMs }, 'closing an idle connection');
-        socket.destroy();
-      });
-    }
     logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
   }
 
@@ -144,15 +150,26 @@ export class StoreServer {
     setTimeout(() => socket.destroy(), LINGER_MS).unref();
   }
 
-  /** Like Redis's client-output-buffer-limit: a client that takes none of its replies is cut off. */
-  #closeStalled(limitMs: number): void {
+  /**
+   * Closes the connections idle for IDLE_TIMEOUT_MS (without a message) and, like Redis's
+   * client-output-buffer-limit, those whose client took none of its replies for
+   * OUTPUT_STALL_TIMEOUT_MS.
+   */
+  #sweepConnections(): void {
+    const { idleTimeoutMs, outputStallTimeoutMs, logger } = this.options;
     const now = performance.now();
     for (const c of this.#connections) {
-      const stalledMs = c.stalledMs(now);
-      if (stalledMs < limitMs) continue;
       const { socket } = c;
+      if (idleTimeoutMs > 0 && c.idleMs(now) >= idleTimeoutMs) {
+        logger.debug({ remote: socket.remoteAddress, idleTimeoutMs }, 'closing an idle connection');
+        socket.destroy();
+        continue;
+      }
+      if (outputStallTimeoutMs === 0) continue;
+      const stalledMs = c.stalledMs(now);
+      if (stalledMs < outputStallTimeoutMs) continue;
       this.metrics.outputLimitDisconnects++;
-      this.options.logger.warn(
+      logger.warn(
         { remote: socket.remoteAddress, remotePort: socket.remotePort, unsentBytes: socket.writableLength, stalledMs: Math.round(stalledMs) },
         'client takes none of its replies: closing the connection',
       );
@@ -185,7 +202,7 @@ export class StoreServer {
    */
   async close(graceMs: number): Promise<void> {
     this.#closing = true;
-    clearInterval(this.#stallCheck);
+    clearInterval(this.#sweep);
     if (this.server.listening) this.server.close();
     if (this.#connections.size === 0) return;
     const allClosed = new Promise<void>((resolve) => (this.#onAllClosed = resolve));
@@ -199,7 +216,7 @@ export class StoreServer {
   /** Immediate and idempotent: closes the listener and destroys every socket. */
   destroy(): void {
     this.#closing = true;
-    clearInterval(this.#stallCheck);
+    clearInterval(this.#sweep);
     if (this.server.listening) this.server.close();
     for (const socket of this.#sockets) socket.destroy();
   }
