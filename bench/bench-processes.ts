@@ -94,12 +94,12 @@ function jsonReady(msg: string) {
  */
 export function spawnStore(
   env: Record<string, string>,
-  options: { readonly onLine?: (line: string) => void; readonly timeoutMs?: number; readonly detached?: boolean } = {},
+  options: { readonly onLine?: (line: string) => void; readonly timeoutMs?: number; readonly detached?: boolean; readonly nodeArgs?: readonly string[] } = {},
 ): Promise<ReadyProcess<Record<string, unknown>>> {
   return spawnUntilReady({
     label: 'the store',
     command: process.execPath,
-    args: ['services/store/main.ts'],
+    args: [...(options.nodeArgs ?? []), 'services/store/main.ts'],
     cwd: root,
     env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
     ready: jsonLineWithMsg('kvstore ready'),

@@ -2,7 +2,7 @@
 //
 //   node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes 100]
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
-//        [--kvload <path>] [--prober-nice N]
+//        [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
@@ -28,6 +28,10 @@
 //                 prober at normal priority waits for a core too, and its worst round trip
 //                 is partly its own scheduling; raised, it measures the server's delay.
 //                 Reports the nice value it got (or "unchanged") and p99/p99.9 per phase.
+//   --server-cpus L --client-cpus L  pins the server (every thread of it, with taskset)
+//                 to the CPUs in list L and this process (loader, prober) and kvload to
+//                 the others: a server given one core, as a container with a CPU limit of 1.
+//   --store-node-args="..."  Node flags for the store process (e.g. --single-threaded-gc).
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.
@@ -154,11 +158,14 @@ async function main(): Promise<void> {
       target: { type: 'string', default: 'kvstack' },
       kvload: { type: 'string' },
       'prober-nice': { type: 'string' },
+      'server-cpus': { type: 'string' },
+      'client-cpus': { type: 'string' },
+      'store-node-args': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."]');
     return;
   }
   const mode = opts.mode;
@@ -180,6 +187,11 @@ async function main(): Promise<void> {
     batch: count('batch', opts.batch),
     proberNice: niceOption(opts['prober-nice']),
   };
+  if ((opts['server-cpus'] === undefined) !== (opts['client-cpus'] === undefined)) throw new Error('--server-cpus and --client-cpus go together');
+  const serverCpus = opts['server-cpus'];
+  // Threads made later (the prober) and children (kvload) inherit this process's CPUs.
+  if (opts['client-cpus'] !== undefined) pinCpus(process.pid, opts['client-cpus']);
+  const storeNodeArgs = opts['store-node-args']?.split(' ').filter((a) => a !== '') ?? [];
   // In snapshot mode `both` also runs the store without saves under the same load: what
   // the saves add is the difference, the rest is the store's own (collections, scheduling).
   const all = mode === 'snapshot' ? ['kvstack', 'kvstack-no-saves', 'redis'] : ['kvstack', 'redis'];
@@ -188,10 +200,13 @@ async function main(): Promise<void> {
     if (!all.includes(t)) throw new Error(`--target must be ${all.join(', ')} or both`);
     if (t === 'redis' && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) throw new Error('redis-server is not on PATH');
     const snapshots = mode === 'snapshot' && t !== 'kvstack-no-saves';
-    const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots);
+    const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots, storeNodeArgs);
     try {
+      if (serverCpus !== undefined) pinCpus(server.child.pid!, serverCpus);
       const result = await measure(server, settings);
-      console.log(JSON.stringify({ target: t, ...settings, kvload: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
+      const pinned = serverCpus === undefined ? {} : { serverCpus, clientCpus: opts['client-cpus'] };
+      const nodeArgs = t === 'redis' || storeNodeArgs.length === 0 ? {} : { storeNodeArgs };
+      console.log(JSON.stringify({ target: t, ...settings, ...pinned, ...nodeArgs, kvload: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
     } finally {
       server.child.kill('SIGKILL');
       await once(server.child, 'exit').catch(() => {});
@@ -208,11 +223,17 @@ interface Target {
   readonly saves: () => number;
 }
 
-async function startStore(snapshots = false): Promise<Target> {
+/** Every thread of process `pid` to the CPUs in `list` (taskset's syntax, e.g. 1 or 0,2-3). */
+function pinCpus(pid: number, list: string): void {
+  const r = spawnSync('taskset', ['-a', '-p', '-c', list, String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`taskset -a -p -c ${list} ${pid} failed: ${r.error?.message ?? r.stderr.trim()}`);
+}
+
+async function startStore(snapshots = false, nodeArgs: readonly string[] = []): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'growth-stall-'));
   const env: Record<string, string> = snapshots ? { STORE_SNAPSHOT_PATH: join(dir, 'store.snapshot'), STORE_SNAPSHOT_INTERVAL_S: '1' } : {};
   let saves = 0;
-  const p = await spawnStore({ MAX_MEMORY_BYTES: String(16 * 1024 ** 3), ...env }, { onLine: (line) => void (line.includes('"snapshot saved"') && saves++) });
+  const p = await spawnStore({ MAX_MEMORY_BYTES: String(16 * 1024 ** 3), ...env }, { onLine: (line) => void (line.includes('"snapshot saved"') && saves++), nodeArgs });
   p.child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   return { child: p.child, port: p.ready.port as number, redis: false, saves: () => saves };
 }
