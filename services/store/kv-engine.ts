@@ -162,6 +162,9 @@ const NO_FILTER = new Uint8Array(0);
 
 // A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
 const STRIDE_SHIFT = 3;
+/** prefetch() loads a record's bytes a cache line apart, up to this many of them. */
+const CACHE_LINE_BYTES = 64;
+const PREFETCH_RECORD_BYTES = 256;
 const HASH = 0;
 /** Next slot in the same hash bucket (or in the free list); 0 ends it. */
 const CHAIN = 1;
@@ -237,6 +240,8 @@ export class KvEngine implements StoreEngine {
   #migrated = 0;
   /** prefetch()'s bucket heads, one per key of a batch (a batch is at most this long). */
   readonly #prefetchSlots = new Int32Array(PREFETCH_BATCH);
+  /** prefetch()'s hash of each key of a batch. */
+  readonly #prefetchHashes = new Int32Array(PREFETCH_BATCH);
   #prefetchSink = 0;
   /** Links made at the most recent end of the LRU list (mod 2^32): a slot's STAMP minus this is how far back it went in. */
   #links = 0;
@@ -364,12 +369,16 @@ export class KvEngine implements StoreEngine {
   // The key is buf[ks, ke): 1 to MAX_KEY_BYTES bytes (the protocol parser checks the rules).
 
   prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number): void {
-    // Three passes, each of independent loads (the CPU keeps several misses in flight),
-    // each pass needing the one before: bucket heads, their slots, then the records.
+    // Passes of independent loads (the CPU keeps several misses in flight), each pass
+    // needing the one before: bucket heads, their slots, the next slot of a chain whose
+    // head holds another hash, then every cache line of the records (the lookup compares
+    // the key, a GET encodes the whole value, a SET overwrites it).
     const heads = this.#prefetchSlots;
+    const hashes = this.#prefetchHashes;
     const n = Math.min(count, heads.length);
     for (let i = 0; i < n; i++) {
       const h = this.#hashOf(buf, starts[i]!, ends[i]!);
+      hashes[i] = h;
       heads[i] = this.#chainOf(h);
     }
     const slots = this.#slots;
@@ -378,14 +387,32 @@ export class KvEngine implements StoreEngine {
       const s = heads[i]!;
       if (s !== 0) sink ^= slots[(s << STRIDE_SHIFT) + META]!;
     }
+    // At the table's load factor about one key in three is not its chain's head; one more
+    // step finds most of them (a longer chain's tail is left to the lookup itself).
+    for (let i = 0; i < n; i++) {
+      const s = heads[i]!;
+      if (s === 0) continue;
+      const o = s << STRIDE_SHIFT;
+      if (slots[o + HASH] !== hashes[i]) {
+        const next = slots[o + CHAIN]!;
+        heads[i] = next;
+        if (next !== 0) sink ^= slots[(next << STRIDE_SHIFT) + META]!;
+      }
+    }
     const classes = this.#arena.classes;
     for (let i = 0; i < n; i++) {
       const s = heads[i]!;
       if (s === 0) continue;
       const o = s << STRIDE_SHIFT;
       const c = classes[(slots[o + META]! >>> CLS_SHIFT) & 0xff]!;
-      // The first bytes of the record: its key, then its value (a large record's own page is left alone).
-      if (c.size > 0) sink ^= c.pages[0]![slots[o + CHUNK]! * c.size]!;
+      // A large record's own page is left alone; a record's lines are touched up to 256 bytes.
+      if (c.size > 0) {
+        const page = c.pages[0]!;
+        const at = slots[o + CHUNK]! * c.size;
+        const last = at + Math.min(c.size, PREFETCH_RECORD_BYTES) - 1;
+        for (let b = at; b < last; b += CACHE_LINE_BYTES) sink ^= page[b]!;
+        sink ^= page[last]!;
+      }
     }
     // Kept, so the loads cannot be optimised away.
     this.#prefetchSink = sink;
