@@ -14,7 +14,7 @@ import { PARSE_ERROR_REASONS } from '../services/protocol/command-parser.ts';
 import {
   BYE_REPLY, decodeReply, ERROR_REASONS, LINE_TOO_LONG_REPLY, MAX_CONNECTIONS_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY,
   PARSE_ERROR_REPLY_BYTES, PARSE_ERROR_REPLY_REASONS, PONG_REPLY, REPLY_KINDS, statsReply, ttlReply, usageReply, valueReplyLength,
-  writeValueReply, type Reply, type ReplyKind,
+  writeValueReply, INLINE_BASE64_MAX_BYTES, type Reply, type ReplyKind,
 } from '../services/protocol/replies.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { RecordingCommands, refusal } from './helpers/recording-commands.ts';
@@ -63,6 +63,25 @@ const lineOf = (encoded: Buffer | string): string => {
 };
 
 const allSamples = Object.values(ENCODED).flat();
+
+describe('the GET reply encodes its value to base64', () => {
+  it('byte for byte as Node does, for every length either side of the inline encoder\'s bound, from a resizable region, at any offset', () => {
+    // The arena's records live in resizable regions; the reply is written into a bigger buffer.
+    const page = Buffer.from(new ArrayBuffer(4096, { maxByteLength: 8192 }));
+    let seed = 7;
+    for (let i = 0; i < page.length; i++) page[i] = (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
+    for (let len = 0; len <= INLINE_BASE64_MAX_BYTES + 20; len++) {
+      for (const start of [0, 1, 2, 3, 1000 + len]) {
+        const out = Buffer.alloc(valueReplyLength(len) + 5, 0x2a);
+        const end = writeValueReply(out, 3, page, start, start + len);
+        expect(end).toBe(3 + valueReplyLength(len));
+        expect(out.toString('latin1', 3, end)).toBe(`VALUE ${page.toString('base64', start, start + len)}\n`);
+        expect(out[2]).toBe(0x2a);
+        expect(out[end]).toBe(0x2a);
+      }
+    }
+  });
+});
 
 describe('every reply kind is encoded and decoded, both in services/protocol/replies.ts', () => {
   it('each kind has an encoder here, and each encoded reply is one line the decoder reads back', () => {

@@ -71,6 +71,47 @@ export function statsReply(stats: Readonly<Record<string, string | number>>): st
 
 const VALUE_PREFIX = Buffer.from(`${REPLY_WORDS.value} `, 'latin1');
 
+/**
+ * Values up to this many bytes are encoded here, straight into the reply; longer ones by
+ * Node (a string from base64Slice, copied in with latin1Write). Node's two native calls
+ * cost about 90 ns whatever the length; this loop about 2 ns a byte, read from the
+ * arena's resizable regions: 34 against 94 ns for 16 bytes, 77 against 105 for 48, even
+ * at 64, slower beyond. With 10-byte values this took the store from 0.77-0.83x to
+ * 0.87-0.95x Redis at pipeline depth 16.
+ */
+export const INLINE_BASE64_MAX_BYTES = 48;
+const BASE64_ALPHABET = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1');
+const BASE64_PAD = 0x3d; // =
+/** The two characters of each 12-bit group: the first in the low byte. */
+const BASE64_PAIRS = new Uint16Array(4096);
+for (let i = 0; i < 4096; i++) BASE64_PAIRS[i] = BASE64_ALPHABET[i >>> 6]! | (BASE64_ALPHABET[i & 63]! << 8);
+
+/** Writes the base64 of src[start, end) into target at `at` (room made); returns the offset after it. */
+function writeBase64(target: Buffer, at: number, src: Buffer, start: number, end: number): number {
+  let i = start;
+  for (const whole = end - 2; i < whole; i += 3) {
+    const n = (src[i]! << 16) | (src[i + 1]! << 8) | src[i + 2]!;
+    const hi = BASE64_PAIRS[n >>> 12]!;
+    const lo = BASE64_PAIRS[n & 4095]!;
+    target[at] = hi;
+    target[at + 1] = hi >>> 8;
+    target[at + 2] = lo;
+    target[at + 3] = lo >>> 8;
+    at += 4;
+  }
+  if (i < end) {
+    // One or two bytes left: two or three characters, then padding to four.
+    const two = i + 1 < end;
+    const n = (src[i]! << 16) | (two ? src[i + 1]! << 8 : 0);
+    target[at] = BASE64_ALPHABET[n >>> 18]!;
+    target[at + 1] = BASE64_ALPHABET[(n >>> 12) & 63]!;
+    target[at + 2] = two ? BASE64_ALPHABET[(n >>> 6) & 63]! : BASE64_PAD;
+    target[at + 3] = BASE64_PAD;
+    at += 4;
+  }
+  return at;
+}
+
 /** Bytes of `VALUE <base64>\n` for a value of `valueBytes` bytes. */
 export const valueReplyLength = (valueBytes: number): number => VALUE_PREFIX.length + base64Length(valueBytes) + 1;
 
@@ -80,7 +121,8 @@ export const valueReplyLength = (valueBytes: number): number => VALUE_PREFIX.len
  */
 export function writeValueReply(target: Buffer, at: number, page: Buffer, start: number, end: number): number {
   for (let i = 0; i < VALUE_PREFIX.length; i++) target[at++] = VALUE_PREFIX[i]!;
-  if (end > start) at += latin1Write(target, base64Slice(page, start, end), at);
+  if (end - start <= INLINE_BASE64_MAX_BYTES) at = writeBase64(target, at, page, start, end);
+  else at += latin1Write(target, base64Slice(page, start, end), at);
   target[at++] = LF;
   return at;
 }
