@@ -376,11 +376,10 @@ export class KvEngine implements StoreEngine {
     const heads = this.#prefetchSlots;
     const hashes = this.#prefetchHashes;
     const n = Math.min(count, heads.length);
-    for (let i = 0; i < n; i++) {
-      const h = this.#hashOf(buf, starts[i]!, ends[i]!);
-      hashes[i] = h;
-      heads[i] = this.#chainOf(h);
-    }
+    // The hashes first, then the bucket loads in a loop of their own: interleaved with the
+    // hashing's chains of multiplies, fewer of the loads were in flight at once.
+    for (let i = 0; i < n; i++) hashes[i] = this.#hashOf(buf, starts[i]!, ends[i]!);
+    for (let i = 0; i < n; i++) heads[i] = this.#chainOf(hashes[i]!);
     const slots = this.#slots;
     let sink = 0;
     for (let i = 0; i < n; i++) {
