@@ -76,8 +76,8 @@ const VALUE_PREFIX = Buffer.from(`${REPLY_WORDS.value} `, 'latin1');
  * Node (a string from base64Slice, copied in with latin1Write). Node's two native calls
  * cost about 90 ns whatever the length; this loop about 2 ns a byte, read from the
  * arena's resizable regions: 34 against 94 ns for 16 bytes, 77 against 105 for 48, even
- * at 64, slower beyond. With 10-byte values this took the store from 0.77-0.83x to
- * 0.87-0.95x Redis at pipeline depth 16.
+ * at 64, slower beyond. With 10-byte values this took the store from 0.81-0.91x to
+ * 0.90-0.99x Redis at pipeline depth 16 (three alternating rounds).
  */
 export const INLINE_BASE64_MAX_BYTES = 48;
 const BASE64_ALPHABET = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1');

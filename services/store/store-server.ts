@@ -73,7 +73,6 @@ export class StoreServer {
       turns: new TurnScheduler(),
       metrics: options.metrics,
       logger: options.logger,
-      idleTimeoutMs: options.idleTimeoutMs,
     };
     // allowHalfOpen: a client's FIN must not end our side before the replies to what it
     // sent are written (they may be held back); ClientConnection ends it.
@@ -94,7 +93,8 @@ export class StoreServer {
 
   /** Flow-control state of each open connection (for tests and diagnostics). */
   connectionFlows(): ConnectionFlow[] {
-    return [...this.#connections].map((c) => c.flow);
+    const { idleTimeoutMs } = this.options;
+    return [...this.#connections].map((c) => ({ ...c.flow, idleTimeoutMs }));
   }
 
   listen(port: number, host: string): Promise<number> {
