@@ -4,6 +4,8 @@ import { parseExposition, sampleValue, type Exposition } from './helpers/exposit
 import { LineClient } from './helpers/line-client.ts';
 import { freePort, startServiceProcess, storeScript } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
+import { BALLAST_STEP_BYTES } from '../services/store/gc-ballast.ts';
+import { FOOTPRINT_FACTOR } from '../services/store/kv-engine.ts';
 
 afterEach(destroyAll);
 
@@ -289,6 +291,13 @@ describe('main.ts', () => {
     const proc = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort) }, 'kvstore ready');
     track({ destroy: () => proc.child.kill('SIGKILL') });
     expect(proc.logs.filter((l) => l.msg === 'kvstore ready')).toEqual([expect.objectContaining({ port, metricsPort, host: '127.0.0.1' })]);
+    // The engine's GC ballast stands in for its growth up to the footprint limit (1.25 times
+    // the default 256 MiB cap and a few MiB), in whole steps, less the step the empty engine's arrays took.
+    const ballast = proc.logs.find((l) => l.msg === 'kvstore ready')!.gcBallastBytes as number;
+    const limit = FOOTPRINT_FACTOR * 256 * 2 ** 20;
+    expect(ballast % BALLAST_STEP_BYTES).toBe(0);
+    expect(ballast).toBeGreaterThanOrEqual(limit - 2 * BALLAST_STEP_BYTES);
+    expect(ballast).toBeLessThanOrEqual(limit);
     const c = await LineClient.connect(port);
     expect(await c.request('SET k v')).toBe('OK');
     expect(await proc.stop('SIGTERM')).toBe(0);

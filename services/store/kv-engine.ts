@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
+import { GcBallast } from './gc-ballast.ts';
 import { arenaSlackBytes, RecordArena } from './record-arena.ts';
 import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueLocation } from './store-engine.ts';
 
@@ -79,6 +80,12 @@ export interface KvEngineOptions {
    * where it is (default EXACT_LRU_BELOW_KEYS; 0 = always approximate, as the model test runs it).
    */
   exactLruBelowKeys?: number;
+  /**
+   * Map a GC ballast as large as the footprint limit (see gc-ballast.ts): the store does.
+   * Default false, so that tests making hundreds of engines with large caps do not map
+   * that much each; the ballast's account, which the invariant check compares, is kept either way.
+   */
+  gcBallast?: boolean;
 }
 
 /** Where the hash table is: its size, and while it is being resized, how far the move has got. */
@@ -211,6 +218,8 @@ export class KvEngine implements StoreEngine {
   readonly #now: () => number;
   readonly #seed = randomInt(2 ** 32) | 0;
   readonly #arena: RecordArena;
+  /** Told of all the engine's memory growth, so that growth starts no garbage collection (see gc-ballast.ts). */
+  readonly #ballast: GcBallast;
   readonly #expiry = new ExpiryIndex();
 
   readonly #minBuckets: number;
@@ -299,18 +308,21 @@ export class KvEngine implements StoreEngine {
     this.#minBuckets = minBuckets;
     this.#floorBuckets = minBuckets;
     this.#rehashStepBuckets = rehashStepBuckets;
-    this.#buckets = new Int32Array(minBuckets);
+    // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
+    this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes() + (1 << 20);
+    // The footprint limit bounds all the engine's arrays, so it is all the ballast needs to cover.
+    this.#ballast = new GcBallast(options.gcBallast === true ? this.footprintLimitBytes : 0);
+    this.#arena = new RecordArena(this.footprintLimitBytes, this.#ballast);
+    this.#buckets = this.#newTable(minBuckets);
     this.#bucketMask = minBuckets - 1;
     // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
     this.#maxSlots = maxKeys + 1;
     const initial = Math.min(INITIAL_SLOTS, this.#maxSlots);
+    this.#ballast.take(initial * (SLOT_BYTES + 8));
     this.#slotBuffer = new ArrayBuffer(initial * SLOT_BYTES, { maxByteLength: this.#maxSlots * SLOT_BYTES });
     this.#expiryBuffer = new ArrayBuffer(initial * 8, { maxByteLength: this.#maxSlots * 8 });
     this.#slots = new Int32Array(this.#slotBuffer);
     this.#expiresAt = new Float64Array(this.#expiryBuffer);
-    // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
-    this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes() + (1 << 20);
-    this.#arena = new RecordArena(this.footprintLimitBytes);
   }
 
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
@@ -333,6 +345,11 @@ export class KvEngine implements StoreEngine {
   get arenaBytes(): number {
     return this.#arena.footprintBytes;
   }
+  /** Bytes of the ballast that stands in, in V8's count of external memory, for the engine's growth to come (see gc-ballast.ts). */
+  get gcBallastBytes(): number {
+    return this.#ballast.heldBytes;
+  }
+
   /** What the footprint limit bounds: the arena plus the per-slot and bucket arrays. */
   get footprintBytes(): number {
     return this.#arena.footprintBytes + this.#tableBytes();
@@ -677,14 +694,13 @@ export class KvEngine implements StoreEngine {
     const n = Math.floor(Math.min(keys, this.maxKeys, this.maxMemoryBytes / Math.max(1, recordBytes), footprintRoom / perKey));
     if (!(n > 0)) return 0;
     const slots = n + 1; // and the sentinel
-    if (slots > this.#expiresAt.length) {
-      this.#slotBuffer.resize(slots * SLOT_BYTES);
-      this.#expiryBuffer.resize(slots * 8);
-    }
+    if (slots > this.#expiresAt.length) this.#resizeSlots(slots);
     const target = powerOfTwoAtLeast(n);
     if (target > this.#bucketMask + 1) {
       // No keys, so nothing to move: any resize under way is dropped with the old table.
-      this.#buckets = new Int32Array(target);
+      this.#dropTable(this.#buckets);
+      this.#dropTable(this.#next);
+      this.#buckets = this.#newTable(target);
       this.#bucketMask = target - 1;
       this.#next = NO_TABLE;
       this.#nextMask = 0;
@@ -710,10 +726,7 @@ export class KvEngine implements StoreEngine {
     // As much as step-by-step growth would have reached for the slots used.
     let keep = Math.min(INITIAL_SLOTS, this.#maxSlots);
     while (keep < this.#top) keep = this.#slotsAfterGrowth(keep);
-    if (keep < room) {
-      this.#slotBuffer.resize(keep * SLOT_BYTES);
-      this.#expiryBuffer.resize(keep * 8);
-    }
+    if (keep < room) this.#resizeSlots(keep);
     if (this.#next === NO_TABLE) this.#maybeResize();
   }
 
@@ -746,6 +759,7 @@ export class KvEngine implements StoreEngine {
     const mask = this.#bucketMask;
     const migrating = this.#next !== NO_TABLE;
     if (!migrating && this.#migrated !== 0) fail(`${this.#migrated} buckets counted as moved with no resize under way`);
+    if (this.#ballast.takenBytes !== this.footprintBytes) fail(`the GC ballast counts ${this.#ballast.takenBytes} bytes taken, the footprint is ${this.footprintBytes}`);
     for (let b = 0; b <= mask; b++) {
       if (b < this.#migrated && this.#buckets[b] !== 0) fail(`old bucket ${b} was moved but still holds slots`);
       for (let s = this.#buckets[b]!; s !== 0; s = this.#get(s, CHAIN)) {
@@ -882,9 +896,7 @@ export class KvEngine implements StoreEngine {
       slot = this.#top++;
       if (slot >= this.#expiresAt.length) {
         // In place: the buffers reserved their full size, so this commits pages and copies nothing.
-        const n = this.#slotsAfterGrowth(this.#expiresAt.length);
-        this.#slotBuffer.resize(n * SLOT_BYTES);
-        this.#expiryBuffer.resize(n * 8);
+        this.#resizeSlots(this.#slotsAfterGrowth(this.#expiresAt.length));
       }
     }
     this.#set(slot, HASH, h);
@@ -919,8 +931,7 @@ export class KvEngine implements StoreEngine {
     if (live > size) target = powerOfTwoAtLeast(live);
     else if (live * 8 < size && size > this.#floorBuckets) target = Math.max(this.#floorBuckets, 2 * powerOfTwoAtLeast(Math.max(1, live)));
     else return;
-    // A large zeroed array costs no copy: the allocator maps zero pages, touched as buckets fill.
-    this.#next = new Int32Array(target);
+    this.#next = this.#newTable(target);
     this.#nextMask = target - 1;
     this.#migrated = 0;
   }
@@ -957,6 +968,7 @@ export class KvEngine implements StoreEngine {
     }
     this.#migrated = b;
     if (b === old.length) {
+      this.#dropTable(old);
       this.#buckets = next;
       this.#bucketMask = nextMask;
       this.#next = NO_TABLE;
@@ -998,6 +1010,23 @@ export class KvEngine implements StoreEngine {
     this.#live--;
     if (expired) this.#expired++;
     this.#keysChanged();
+  }
+
+  /** Resizes the slot arrays in place to `slots` slots (the buffers reserved their full size: pages are committed or given back, nothing is copied). */
+  #resizeSlots(slots: number): void {
+    this.#ballast.resize(this.#slotBuffer, slots * SLOT_BYTES);
+    this.#ballast.resize(this.#expiryBuffer, slots * 8);
+  }
+
+  /** A zeroed bucket table: the allocator maps zero pages, touched as buckets fill, so a large one costs no copy. */
+  #newTable(buckets: number): Int32Array {
+    this.#ballast.take(buckets * 4);
+    return new Int32Array(buckets);
+  }
+
+  /** Lets go of a bucket table (freed at the next collection). */
+  #dropTable(table: Int32Array): void {
+    this.#ballast.give(table.byteLength);
   }
 
   /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */

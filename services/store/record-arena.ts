@@ -37,6 +37,7 @@
 // engine copies bytes out, or makes a string of them), so nothing else holds a view of one.
 
 import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
+import { GcBallast } from './gc-ballast.ts';
 
 /** Smallest growth step of a class's region (a multiple of the OS page size). */
 export const STEP_BYTES = 16 * 1024;
@@ -183,9 +184,15 @@ export class RecordArena {
   #ownerBytes = 0;
   /** Address space each class's region reserves. */
   readonly #regionBytes: number;
+  /** Told of every byte the arena commits or gives back (see gc-ballast.ts). */
+  readonly #ballast: GcBallast;
 
-  /** `maxBytes`: the most the arena will ever hold (the engine's footprint limit); sizes the reservations. */
-  constructor(maxBytes: number = MAX_REGION_BYTES) {
+  /**
+   * `maxBytes`: the most the arena will ever hold (the engine's footprint limit); sizes the
+   * reservations. `ballast`: the engine's, if it has one.
+   */
+  constructor(maxBytes: number = MAX_REGION_BYTES, ballast: GcBallast = new GcBallast(0)) {
+    this.#ballast = ballast;
     const sizes = classSizes();
     this.classes = [...sizes.map((s) => new SizeClass(s)), new SizeClass(0)];
     this.large = sizes.length;
@@ -197,6 +204,7 @@ export class RecordArena {
       this.#classBy8[i] = c;
     }
     for (const k of this.classes) this.#ownerBytes += k.owners.byteLength;
+    ballast.take(this.#ownerBytes);
     this.#regionBytes = Math.min(MAX_REGION_BYTES, roundUp(Math.max(maxBytes, 1), OS_PAGE));
   }
 
@@ -232,6 +240,7 @@ export class RecordArena {
     const c = this.classes[cls]!;
     const i = c.count;
     if (c.size === 0) {
+      this.#ballast.take(roundUp(Math.max(1, bytes), OS_PAGE));
       const page = exactRegion(Math.max(1, bytes));
       c.pages[i] = page;
       c.words[i] = new Int32Array(page.buffer, 0, page.length >>> 2);
@@ -244,13 +253,13 @@ export class RecordArena {
       }
       if ((i + 1) * c.size > c.committed) {
         c.committed += c.step;
-        c.region.resize(c.committed);
+        this.#ballast.resize(c.region, c.committed);
         this.#pageBytes += c.step;
       }
     }
     if (i >= c.ownerCap) {
       const n = ownersAfterGrowth(c.ownerCap);
-      c.ownerRegion.resize(n * 4);
+      this.#ballast.resize(c.ownerRegion, n * 4);
       this.#ownerBytes += (n - c.ownerCap) * 4;
       c.ownerCap = n;
     }
@@ -269,8 +278,10 @@ export class RecordArena {
     let moved = -1;
     if (c.size === 0) {
       const page = c.pages[i]!;
-      this.#pageBytes -= roundUp(page.length, OS_PAGE);
+      const bytes = roundUp(page.length, OS_PAGE);
+      this.#pageBytes -= bytes;
       (page.buffer as ArrayBuffer).transfer(0); // unmaps it now, not at the next collection
+      this.#ballast.give(bytes);
       c.pages[i] = c.pages[last]!;
       c.pages.length = last;
       c.words[i] = c.words[last]!;
@@ -297,13 +308,13 @@ export class RecordArena {
         if (c.committed > keep) {
           this.#pageBytes -= c.committed - keep;
           c.committed = keep;
-          c.region!.resize(keep);
+          this.#ballast.resize(c.region!, keep);
         }
       }
     }
     if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
       const n = c.ownerCap >> 1;
-      c.ownerRegion.resize(n * 4);
+      this.#ballast.resize(c.ownerRegion, n * 4);
       this.#ownerBytes -= (c.ownerCap - n) * 4;
       c.ownerCap = n;
     }

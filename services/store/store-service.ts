@@ -85,7 +85,7 @@ function selfAddress(host: string): string {
 export async function startStoreService(config: StoreConfig, deps: StoreDeps): Promise<StoreService> {
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
-  const createEngine = (): KvEngine => new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now });
+  const createEngine = (): KvEngine => new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true });
   const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
   const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
   // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
@@ -179,6 +179,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       snapshotIntervalS: config.snapshotIntervalS,
       snapshotRequired: config.snapshotRequired,
       keys: engine.keyCount,
+      gcBallastBytes: engine.gcBallastBytes,
     },
     'kvstore ready',
   );
