@@ -206,5 +206,20 @@ describe('memory metrics', () => {
     expect(sampleValue(e, 'kvstore_memory_footprint_bytes')).toBe(engine.footprintBytes);
     expect(sampleValue(e, 'kvstore_memory_footprint_limit_bytes')).toBe(engine.footprintLimitBytes);
     expect(sampleValue(e, 'kvstore_memory_footprint_evictions_total')).toBe(0);
+    // The store's engine maps a ballast (whole 32 MiB steps, none for this small a cap).
+    expect(sampleValue(e, 'kvstore_memory_gc_ballast_bytes')).toBe(engine.gcBallastBytes);
+  });
+
+  it('exports the GC ballast, which shrinks as the data grows', async () => {
+    const store = await startTestStore({ maxMemoryBytes: 256 * 1024 * 1024 });
+    const c = await store.client();
+    const before = sampleValue(parseExposition((await store.admin('/metrics')).body), 'kvstore_memory_gc_ballast_bytes')!;
+    expect(before).toBeGreaterThan(0);
+    const value = 'v'.repeat(60_000);
+    for (let i = 0; i < 1200; i++) expect(await c.request(`SET k${i} ${value}`)).toBe('OK');
+    const after = sampleValue(parseExposition((await store.admin('/metrics')).body), 'kvstore_memory_gc_ballast_bytes');
+    // 72 MB of records took at least two 32 MiB steps off the ballast.
+    expect(after).toBeLessThanOrEqual(before - 2 * 32 * 1024 * 1024);
+    expect(after).toBe(store.service.engine.gcBallastBytes);
   });
 });

@@ -46,6 +46,7 @@ export interface EngineStats {
   readonly arenaBytes: number;
   readonly footprintBytes: number;
   readonly footprintLimitBytes: number;
+  readonly gcBallastBytes: number;
   readonly expired: number;
   readonly hits: number;
   readonly misses: number;
@@ -168,6 +169,11 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
   gauge('kvstore_memory_arena_bytes', 'Bytes of the pages (and their owner arrays) holding the records: usage plus size-class rounding and partly filled pages.', () => engine.arenaBytes);
   gauge('kvstore_memory_footprint_bytes', 'Bytes the data holds in memory: the arena plus the per-key slot, expiry and bucket arrays.', () => engine.footprintBytes);
   gauge('kvstore_memory_footprint_limit_bytes', 'Limit on kvstore_memory_footprint_bytes: 1.25 times MAX_MEMORY_BYTES plus the arena fixed slack.', () => engine.footprintLimitBytes);
+  gauge(
+    'kvstore_memory_gc_ballast_bytes',
+    'Bytes of buffers mapped but never written (no resident memory) that stand, in V8\'s count of external memory, for the data\'s growth to come, so that growth starts no garbage collection; nodejs_external_memory_bytes includes them.',
+    () => engine.gcBallastBytes,
+  );
   counter('kvstore_evictions_total', 'Keys evicted to make room (EVICTION_POLICY=lru).', () => engine.evictions);
   counter('kvstore_memory_footprint_evictions_total', 'Of kvstore_evictions_total, keys evicted because the memory footprint limit was reached before the usage cap.', () => engine.footprintEvictions);
   counter('kvstore_expired_keys_total', 'Keys removed because their time to live ran out.', () => engine.expired);
