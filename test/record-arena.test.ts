@@ -140,6 +140,22 @@ describe('record arena', () => {
   });
 });
 
+describe('record arena address space', () => {
+  it('reserves owner room in proportion to what it may hold, not to the most keys an engine may hold', () => {
+    const maxBytes = 1 << 20;
+    const arena = new RecordArena(maxBytes);
+    let reserved = 0;
+    for (const c of arena.classes) {
+      // Room for every chunk the class could hold within maxBytes, twice over.
+      expect(c.maxOwners).toBeGreaterThanOrEqual(Math.ceil(maxBytes / (c.size || LARGE_RECORD_BYTES)));
+      expect(c.ownerRegion.maxByteLength).toBe(c.maxOwners * 4);
+      reserved += c.ownerRegion.maxByteLength;
+    }
+    // About 10 times maxBytes over all classes (it was 512 MiB a class whatever the cap).
+    expect(reserved).toBeLessThan(12 * maxBytes + (1 << 20));
+  });
+});
+
 describe('engine footprint limit', () => {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const cap = 4 * 1024 * 1024;

@@ -64,7 +64,7 @@ const INITIAL_OWNERS = 16;
 const MAX_OWNERS = 2 ** 27;
 /** Owners added per growth once past it (256 KiB committed a step); doubling below. */
 const OWNER_GROWTH = 65_536;
-const ownersAfterGrowth = (cap: number): number => Math.min(MAX_OWNERS, cap < OWNER_GROWTH ? cap * 2 : cap + OWNER_GROWTH);
+const ownersAfterGrowth = (cap: number, max: number): number => Math.min(max, cap < OWNER_GROWTH ? cap * 2 : cap + OWNER_GROWTH);
 
 export class SizeClass {
   /** Chunk size in bytes; 0 for the class of large records (each its own region). */
@@ -80,12 +80,20 @@ export class SizeClass {
   /** Chunks in use: 0..count-1. */
   count = 0;
   /**
-   * Chunk → owner (the engine's slot), over a resizable buffer that reserves room for one
-   * owner per key the engine can hold: it grows and shrinks in place, never copied (a
-   * copy of millions of owners in one allocation was the last stop-the-world growth).
+   * Most chunks the class can hold: the arena never holds more than its maxBytes, so
+   * never more than maxBytes / size of them (and never more than the engine's keys).
    */
-  readonly ownerRegion = new ArrayBuffer(INITIAL_OWNERS * 4, { maxByteLength: MAX_OWNERS * 4 });
-  readonly owners = new Int32Array(this.ownerRegion);
+  readonly maxOwners: number;
+  /**
+   * Chunk → owner (the engine's slot), over a resizable buffer that reserves room for
+   * maxOwners: it grows and shrinks in place, never copied (a copy of millions of owners
+   * in one allocation was the last stop-the-world growth). The reservation is address
+   * space, not memory, but it adds up: at one owner per key the engine can hold it was
+   * 512 MiB a class, 78 GiB an arena, and tests that make hundreds of engines ran out of
+   * address space before the collector freed the old ones.
+   */
+  readonly ownerRegion: ArrayBuffer;
+  readonly owners: Int32Array;
   /** owners.length, kept here: a resizable buffer's length is slower to read. */
   ownerCap = INITIAL_OWNERS;
   /** The resizable buffer behind pages[0] (size classes only, once used). */
@@ -93,11 +101,18 @@ export class SizeClass {
   /** region.byteLength, kept here: a resizable buffer's length is slower to read. */
   committed = 0;
 
-  constructor(size: number) {
+  /** `maxBytes`: the most the arena holds (see RecordArena). */
+  constructor(size: number, maxBytes: number) {
     this.size = size;
     this.shift = size > 0 ? 31 : 0;
     this.mask = size > 0 ? 0x7fffffff : 0;
     this.step = size > 0 ? Math.max(STEP_BYTES, roundUp(2 * size, OS_PAGE)) : 0;
+    // A large record takes more than LARGE_RECORD_BYTES. Twice that, for headroom: an
+    // overwrite holds its old chunk and its new one for a moment.
+    const chunks = Math.ceil(maxBytes / (size > 0 ? size : LARGE_RECORD_BYTES));
+    this.maxOwners = Math.min(MAX_OWNERS, Math.max(INITIAL_OWNERS, 2 * chunks + 64));
+    this.ownerRegion = new ArrayBuffer(INITIAL_OWNERS * 4, { maxByteLength: this.maxOwners * 4 });
+    this.owners = new Int32Array(this.ownerRegion);
   }
 
   /** The region holding chunk i. */
@@ -197,7 +212,7 @@ export class RecordArena {
   constructor(maxBytes: number = MAX_REGION_BYTES, ballast: GcBallast = new GcBallast(0)) {
     this.#ballast = ballast;
     const sizes = classSizes();
-    this.classes = [...sizes.map((s) => new SizeClass(s)), new SizeClass(0)];
+    this.classes = [...sizes.map((s) => new SizeClass(s, maxBytes)), new SizeClass(0, maxBytes)];
     this.large = sizes.length;
     if (this.large > 255) throw new Error('record arena: more size classes than the engine can record');
     this.#classBy4 = new Uint8Array((LARGE_RECORD_BYTES >> 2) + 1);
@@ -233,7 +248,7 @@ export class RecordArena {
    */
   allocCost(cls: number, bytes: number): number {
     const c = this.classes[cls]!;
-    const owners = c.count >= c.ownerCap ? (ownersAfterGrowth(c.ownerCap) - c.ownerCap) * 4 : 0;
+    const owners = c.count >= c.ownerCap ? (ownersAfterGrowth(c.ownerCap, c.maxOwners) - c.ownerCap) * 4 : 0;
     if (c.size === 0) return owners + roundUp(Math.max(1, bytes), OS_PAGE);
     return owners + ((c.count + 1) * c.size > c.committed ? c.step : 0);
   }
@@ -261,7 +276,9 @@ export class RecordArena {
       }
     }
     if (i >= c.ownerCap) {
-      const n = ownersAfterGrowth(c.ownerCap);
+      // The engine's footprint limit keeps every class far below this; past it an owner would be lost.
+      if (i >= c.maxOwners) throw new Error(`record arena: class ${c.size} holds ${i} chunks, its most`);
+      const n = ownersAfterGrowth(c.ownerCap, c.maxOwners);
       this.#ballast.resize(c.ownerRegion, n * 4);
       this.#ownerBytes += (n - c.ownerCap) * 4;
       c.ownerCap = n;
