@@ -44,11 +44,6 @@ export class GcBallast {
    * ~20 ms of page faults per 32 MiB, on the serving thread).
    */
   readonly #steps: ArrayBuffer[] = [];
-  /**
-   * Bytes taken off the ballast and not yet handed to the engine; negative when the engine
-   * holds more than the ballast gave up (the ballast ran out, or could not be made).
-   */
-  #credit = 0;
   /** Bytes taken and not given back: the engine's footprint, which its invariant check compares. */
   #taken = 0;
 
@@ -73,25 +68,25 @@ export class GcBallast {
     return this.#taken;
   }
 
+  /**
+   * Bytes given up by the ballast and not yet taken by the engine; negative when the engine
+   * holds more than the ballast gave up (it ran out, or could not be made).
+   */
+  get #credit(): number {
+    return this.sizeBytes - this.heldBytes - this.#taken;
+  }
+
   /** Before the engine allocates or commits `bytes` more of ArrayBuffer memory. */
   take(bytes: number): void {
     this.#taken += bytes;
-    this.#credit -= bytes;
-    while (this.#credit < 0 && this.#steps.length > 0) {
-      this.#steps.pop()!.transfer(0);
-      this.#credit += BALLAST_STEP_BYTES;
-    }
+    while (this.#credit < 0 && this.#steps.length > 0) this.#steps.pop()!.transfer(0);
   }
 
   /** After the engine has let go of `bytes` of ArrayBuffer memory (or will, at the next collection). */
   give(bytes: number): void {
     this.#taken -= bytes;
-    this.#credit += bytes;
     // Keep up to two steps of credit, so a SET and a DELETE at a step's edge do not allocate each time.
-    while (this.#credit >= 2 * BALLAST_STEP_BYTES && this.heldBytes < this.sizeBytes) {
-      this.#steps.push(new ArrayBuffer(BALLAST_STEP_BYTES));
-      this.#credit -= BALLAST_STEP_BYTES;
-    }
+    while (this.#credit >= 2 * BALLAST_STEP_BYTES && this.heldBytes < this.sizeBytes) this.#steps.push(new ArrayBuffer(BALLAST_STEP_BYTES));
   }
 
   /** Resizes `buffer`, one of the engine's resizable ArrayBuffers, to `bytes`, taking or giving the difference. */

@@ -317,12 +317,11 @@ export class KvEngine implements StoreEngine {
     this.#bucketMask = minBuckets - 1;
     // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
     this.#maxSlots = maxKeys + 1;
-    const initial = Math.min(INITIAL_SLOTS, this.#maxSlots);
-    this.#ballast.take(initial * (SLOT_BYTES + 8));
-    this.#slotBuffer = new ArrayBuffer(initial * SLOT_BYTES, { maxByteLength: this.#maxSlots * SLOT_BYTES });
-    this.#expiryBuffer = new ArrayBuffer(initial * 8, { maxByteLength: this.#maxSlots * 8 });
+    this.#slotBuffer = new ArrayBuffer(0, { maxByteLength: this.#maxSlots * SLOT_BYTES });
+    this.#expiryBuffer = new ArrayBuffer(0, { maxByteLength: this.#maxSlots * 8 });
     this.#slots = new Int32Array(this.#slotBuffer);
     this.#expiresAt = new Float64Array(this.#expiryBuffer);
+    this.#resizeSlots(Math.min(INITIAL_SLOTS, this.#maxSlots));
   }
 
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
@@ -894,10 +893,7 @@ export class KvEngine implements StoreEngine {
       this.#freeHead = this.#get(slot, CHAIN);
     } else {
       slot = this.#top++;
-      if (slot >= this.#expiresAt.length) {
-        // In place: the buffers reserved their full size, so this commits pages and copies nothing.
-        this.#resizeSlots(this.#slotsAfterGrowth(this.#expiresAt.length));
-      }
+      if (slot >= this.#expiresAt.length) this.#resizeSlots(this.#slotsAfterGrowth(this.#expiresAt.length));
     }
     this.#set(slot, HASH, h);
     // A key newer than the snapshot under way is not part of it.

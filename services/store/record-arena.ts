@@ -185,10 +185,13 @@ export function arenaSlackBytes(): number {
   return classSizes().reduce((sum, s) => sum + 2 * Math.max(STEP_BYTES, roundUp(2 * s, OS_PAGE)), 0);
 }
 
-/** A fresh region of exactly `bytes` bytes, outside malloc's heap (a resizable buffer is reserved and committed by pages). */
+/** A fresh region of exactly `bytes` bytes (at least 1), outside malloc's heap (a resizable buffer is reserved and committed by pages). */
 function exactRegion(bytes: number): Buffer {
-  return Buffer.from(new ArrayBuffer(bytes, { maxByteLength: bytes }));
+  return Buffer.from(new ArrayBuffer(Math.max(1, bytes), { maxByteLength: Math.max(1, bytes) }));
 }
+
+/** What a large record of `bytes` bytes costs: its own region, in whole OS pages. */
+const largeRegionBytes = (bytes: number): number => roundUp(Math.max(1, bytes), OS_PAGE);
 
 export class RecordArena {
   readonly classes: readonly SizeClass[];
@@ -249,7 +252,7 @@ export class RecordArena {
   allocCost(cls: number, bytes: number): number {
     const c = this.classes[cls]!;
     const owners = c.count >= c.ownerCap ? (ownersAfterGrowth(c.ownerCap, c.maxOwners) - c.ownerCap) * 4 : 0;
-    if (c.size === 0) return owners + roundUp(Math.max(1, bytes), OS_PAGE);
+    if (c.size === 0) return owners + largeRegionBytes(bytes);
     return owners + ((c.count + 1) * c.size > c.committed ? c.step : 0);
   }
 
@@ -258,11 +261,12 @@ export class RecordArena {
     const c = this.classes[cls]!;
     const i = c.count;
     if (c.size === 0) {
-      this.#ballast.take(roundUp(Math.max(1, bytes), OS_PAGE));
-      const page = exactRegion(Math.max(1, bytes));
+      const held = largeRegionBytes(bytes);
+      this.#ballast.take(held); // before the region exists: V8's count must not rise first
+      const page = exactRegion(bytes);
       c.pages[i] = page;
       c.words[i] = new Int32Array(page.buffer, 0, page.length >>> 2);
-      this.#pageBytes += roundUp(page.length, OS_PAGE);
+      this.#pageBytes += held;
     } else {
       if (c.region === undefined) {
         c.region = new ArrayBuffer(0, { maxByteLength: roundUp(this.#regionBytes, c.step) + c.step });
@@ -298,7 +302,7 @@ export class RecordArena {
     let moved = -1;
     if (c.size === 0) {
       const page = c.pages[i]!;
-      const bytes = roundUp(page.length, OS_PAGE);
+      const bytes = largeRegionBytes(page.length);
       this.#pageBytes -= bytes;
       (page.buffer as ArrayBuffer).transfer(0); // unmaps it now, not at the next collection
       this.#ballast.give(bytes);
@@ -359,7 +363,7 @@ export class RecordArena {
       } else if (c.count !== 0) {
         throw new Error(`record arena: class ${c.size} has ${c.count} chunks and no region`);
       }
-      bytes += c.size > 0 ? c.committedBytes : c.pages.reduce((sum, p) => sum + roundUp(p.length, OS_PAGE), 0);
+      bytes += c.size > 0 ? c.committedBytes : c.pages.reduce((sum, p) => sum + largeRegionBytes(p.length), 0);
       ownerBytes += c.owners.byteLength;
       for (let i = 0; i < c.count; i++) {
         if (!ownerOk(c.owners[i]!, cls, i)) throw new Error(`record arena: chunk ${i} of class ${c.size} has a wrong owner`);
