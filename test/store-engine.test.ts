@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { KvEngine, MIN_BUCKETS, REHASH_BUCKETS_PER_MS, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
+import { KvEngine, MIN_BUCKETS, REAP_STEP_BYTES, REHASH_BUCKETS_PER_MS, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 
 // The engine is pure: every test drives it with a fake clock and never sleeps.
@@ -449,6 +449,35 @@ describe('incremental growth and shrinking', () => {
     expect(moved).toBeGreaterThan(0);
     expect(moved).toBeLessThanOrEqual(REHASH_BUCKETS_PER_MS * 17); // empty buckets are visited, not counted
     big.verifyInvariants();
+  });
+
+  it('a dropped table goes back to the OS a step per background call, not at once (nor at a collection)', () => {
+    const { engine } = engineWith({ maxMemoryBytes: 1 << 30 });
+    engine.reserve(600_000, 12); // a table of 2^20 buckets: 4 MiB
+    const big = engine.tableState.buckets * 4;
+    expect(big).toBe(4 * REAP_STEP_BYTES);
+    for (let i = 0; i < 100; i++) engine.set(`k${i}`, v);
+    engine.endReserve(); // 100 keys in 2^20 buckets: a shrink starts
+    while (engine.tableState.nextBuckets !== 0) engine.rehashFor(0);
+    const footprint = engine.footprintBytes;
+    expect(engine.reapingBytes).toBeGreaterThanOrEqual(big); // the start-up table may still be there too
+    engine.verifyInvariants(); // the ballast's account: the footprint plus what is being given back
+    // A frozen clock: each call gives back one step.
+    let last = engine.reapingBytes;
+    let calls = 0;
+    while (engine.rehashFor(0)) {
+      calls++;
+      const now = engine.reapingBytes;
+      expect(now).toBeLessThan(last);
+      expect(last - now).toBeLessThanOrEqual(REAP_STEP_BYTES);
+      engine.verifyInvariants();
+      last = now;
+    }
+    expect(engine.reapingBytes).toBe(0);
+    expect(calls).toBeGreaterThanOrEqual(3);
+    expect(engine.footprintBytes).toBe(footprint);
+    for (let i = 0; i < 100; i++) expect(engine.get(`k${i}`)).toBe(v);
+    engine.verifyInvariants();
   });
 
   it('slot arrays grow in place: keys across several growths keep their values and TTLs, freed slots are reused', () => {

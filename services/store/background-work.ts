@@ -2,7 +2,8 @@
 // a time-boxed step of any hash table resize, in short slices so clients are served in
 // between.
 //
-// Every periodMs: a rehash step of at most rehashMs (inserts and removals move buckets
+// Every periodMs: a rehash step of at most rehashMs, which also gives dropped tables back to
+// the OS a piece at a time (inserts and removals move buckets
 // too; this finishes a resize on an idle store), then an expiry slice of at most sliceMs.
 // While the expiry index still holds due keys after a slice (a storm of keys expiring
 // together), the next slice follows with setImmediate instead of waiting for the period:
@@ -16,7 +17,7 @@ export interface BackgroundEngine {
   sweepExpired(maxWorkMs: number): number;
   /** Whether the next sweepExpired call has work. */
   readonly expiryDue: boolean;
-  /** Moves hash buckets for at most maxWorkMs; returns whether a resize is still under way. */
+  /** Moves hash buckets and gives dropped tables back for at most maxWorkMs; returns whether either is still under way. */
   rehashFor(maxWorkMs: number): boolean;
 }
 

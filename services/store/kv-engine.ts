@@ -164,7 +164,14 @@ const LRU = 0;
 // A shrinking resize visits at most this many empty buckets per bucket it is asked to move
 // (a table being shrunk is mostly empty), as dict.c's empty_visits.
 const EMPTY_VISITS_PER_STEP = 16;
-const NO_TABLE = new Int32Array(0);
+/** Bucket tables are views of resizable buffers (see #newTable); this one too, so every table has one element kind. */
+const NO_TABLE = new Int32Array(new ArrayBuffer(0, { maxByteLength: 0 }));
+/**
+ * A dropped bucket table is given back to the OS this many bytes at a time, in the store's
+ * time-boxed background step (see #reapFor): ~0.2 ms each, where freeing a 32 MiB table in
+ * one go costs ~2.3 ms, inside whichever garbage collection frees it.
+ */
+export const REAP_STEP_BYTES = 1024 * 1024;
 const NO_FILTER = new Uint8Array(0);
 
 // A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
@@ -247,6 +254,8 @@ export class KvEngine implements StoreEngine {
   #nextMask = 0;
   /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
   #migrated = 0;
+  /** Buffers of dropped tables, not yet given back in full (see #reapFor); the last is shrunk first. */
+  readonly #reaping: ArrayBuffer[] = [];
   /** prefetch()'s bucket heads, one per key of a batch (a batch is at most this long). */
   readonly #prefetchSlots = new Int32Array(PREFETCH_BATCH);
   /** prefetch()'s hash of each key of a batch. */
@@ -655,12 +664,14 @@ export class KvEngine implements StoreEngine {
   /**
    * Background step of a hash table resize: moves old buckets to the new table for up to
    * maxWorkMs of the engine's clock and at most REHASH_BUCKETS_PER_MS * maxWorkMs buckets
-   * (at least one). Returns whether a resize is still under way. Inserts and removals
-   * move buckets too; this is what finishes a resize on a store that is otherwise idle.
+   * (at least one), after a step of giving dropped tables back (#reapFor). Returns whether
+   * a resize or a give-back is still under way. Inserts and removals move buckets too; this
+   * is what finishes a resize on a store that is otherwise idle, and all that frees tables.
    */
   rehashFor(maxWorkMs: number): boolean {
-    if (this.#next === NO_TABLE) return false;
     const start = this.#now();
+    if (this.#reaping.length > 0) this.#reapFor(start, maxWorkMs);
+    if (this.#next === NO_TABLE) return this.#reaping.length > 0;
     let budget = Math.max(1, Math.ceil(maxWorkMs * REHASH_BUCKETS_PER_MS));
     while (budget > 0 && this.#next !== NO_TABLE) {
       const n = Math.min(budget, 256);
@@ -668,7 +679,29 @@ export class KvEngine implements StoreEngine {
       budget -= n;
       if (this.#now() - start >= maxWorkMs) break;
     }
-    return this.#next !== NO_TABLE;
+    return this.#next !== NO_TABLE || this.#reaping.length > 0;
+  }
+
+  /**
+   * Gives dropped tables back to the OS, REAP_STEP_BYTES at a time, for up to maxWorkMs of
+   * the engine's clock from `start` (at least one step). A table left to the collector
+   * would be freed whole inside one of its pauses, on the serving thread.
+   */
+  #reapFor(start: number, maxWorkMs: number): void {
+    const reaping = this.#reaping;
+    do {
+      const buffer = reaping.at(-1)!;
+      const keep = Math.max(0, buffer.byteLength - REAP_STEP_BYTES);
+      this.#ballast.resize(buffer, keep);
+      if (keep === 0) reaping.pop();
+    } while (reaping.length > 0 && this.#now() - start < maxWorkMs);
+  }
+
+  /** Bytes of dropped tables not yet given back (see #reapFor): held, but no longer part of the footprint. */
+  get reapingBytes(): number {
+    let bytes = 0;
+    for (const buffer of this.#reaping) bytes += buffer.byteLength;
+    return bytes;
   }
 
   /**
@@ -758,7 +791,9 @@ export class KvEngine implements StoreEngine {
     const mask = this.#bucketMask;
     const migrating = this.#next !== NO_TABLE;
     if (!migrating && this.#migrated !== 0) fail(`${this.#migrated} buckets counted as moved with no resize under way`);
-    if (this.#ballast.takenBytes !== this.footprintBytes) fail(`the GC ballast counts ${this.#ballast.takenBytes} bytes taken, the footprint is ${this.footprintBytes}`);
+    if (this.#ballast.takenBytes !== this.footprintBytes + this.reapingBytes) {
+      fail(`the GC ballast counts ${this.#ballast.takenBytes} bytes taken, the footprint is ${this.footprintBytes} and ${this.reapingBytes} are being given back`);
+    }
     for (let b = 0; b <= mask; b++) {
       if (b < this.#migrated && this.#buckets[b] !== 0) fail(`old bucket ${b} was moved but still holds slots`);
       for (let s = this.#buckets[b]!; s !== 0; s = this.#get(s, CHAIN)) {
@@ -1014,15 +1049,19 @@ export class KvEngine implements StoreEngine {
     this.#ballast.resize(this.#expiryBuffer, slots * 8);
   }
 
-  /** A zeroed bucket table: the allocator maps zero pages, touched as buckets fill, so a large one costs no copy. */
+  /**
+   * A zeroed bucket table: fresh pages of the OS, touched as buckets fill, so a large one
+   * costs no copy. Its buffer is resizable only so that it can be given back in steps once
+   * dropped (#reapFor); it never grows.
+   */
   #newTable(buckets: number): Int32Array {
     this.#ballast.take(buckets * 4);
-    return new Int32Array(buckets);
+    return new Int32Array(new ArrayBuffer(buckets * 4, { maxByteLength: buckets * 4 }));
   }
 
-  /** Lets go of a bucket table (freed at the next collection). */
+  /** Lets go of a bucket table: its bytes go back to the OS in the background steps (#reapFor). */
   #dropTable(table: Int32Array): void {
-    this.#ballast.give(table.byteLength);
+    if (table.byteLength > 0) this.#reaping.push(table.buffer as ArrayBuffer);
   }
 
   /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
