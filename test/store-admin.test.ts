@@ -1,9 +1,12 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue, type Exposition } from './helpers/exposition.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { freePort, startServiceProcess, storeScript } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
+import { BACKGROUND_NICE } from '../services/store/background-thread-priority.ts';
 import { BALLAST_STEP_BYTES } from '../services/store/gc-ballast.ts';
 import { FOOTPRINT_FACTOR } from '../services/store/kv-engine.ts';
 
@@ -40,7 +43,7 @@ const STORE_METRICS: Record<string, string> = {
 const COMMANDS = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'UNKNOWN'];
 const RESULTS = ['ok', 'not_found', 'error'];
 const REASONS = ['empty_command', 'unknown_command', 'wrong_number_of_arguments', 'invalid_key', 'invalid_expire_time', 'value_too_large', 'line_too_long'];
-const YIELD_REASONS = ['reply_bound', 'command_budget'];
+const YIELD_REASONS = ['reply_bound', 'command_budget', 'time_slice'];
 
 describe('admin endpoints', () => {
   it('/livez, /readyz and /healthz answer while the store listens', async () => {
@@ -298,6 +301,21 @@ describe('main.ts', () => {
     expect(ballast % BALLAST_STEP_BYTES).toBe(0);
     expect(ballast).toBeGreaterThanOrEqual(limit - 2 * BALLAST_STEP_BYTES);
     expect(ballast).toBeLessThanOrEqual(limit);
+    // V8's background threads run at nice 19, the serving thread at the process's own.
+    const lowered = proc.logs.find((l) => l.msg === 'kvstore ready')!.backgroundThreadsLowered as number;
+    if (process.platform === 'linux') {
+      const threads = readdirSync(`/proc/${proc.pid}/task`).map((tid) => {
+        // comm may hold spaces, so the fields are counted from the ')' that closes it: nice is field 19.
+        const stat = readFileSync(`/proc/${proc.pid}/task/${tid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return { tid: Number(tid), name: readFileSync(`/proc/${proc.pid}/task/${tid}/comm`, 'utf8').trim(), nice: Number(fields[19 - 3]) };
+      });
+      const workers = threads.filter((t) => t.name === 'V8Worker');
+      expect(workers.length).toBeGreaterThan(0);
+      expect(lowered).toBe(workers.length);
+      expect(workers.every((t) => t.nice === BACKGROUND_NICE)).toBe(true);
+      expect(threads.find((t) => t.tid === proc.pid)!.nice).toBe(getPriority()); // inherited from this process, unchanged
+    }
     const c = await LineClient.connect(port);
     expect(await c.request('SET k v')).toBe('OK');
     expect(await proc.stop('SIGTERM')).toBe(0);

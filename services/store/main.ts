@@ -1,6 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { loadStoreConfig } from '../shared/config.ts';
 import { runService } from '../shared/run-service.ts';
+import { lowerV8WorkerPriority } from './background-thread-priority.ts';
 import { startStoreService } from './store-service.ts';
 
 /**
@@ -19,10 +20,13 @@ if (!process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent/.test(arg))) 
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
 
+// The serving thread first on a contended core (see background-thread-priority.ts).
+const backgroundThreadsLowered = lowerV8WorkerPriority();
+
 await runService({
   name: 'kvstore',
   loadConfig: loadStoreConfig,
-  start: (config, logger) => startStoreService(config, { logger }),
+  start: (config, logger) => startStoreService(config, { logger, backgroundThreadsLowered }),
   // Writing the shutdown snapshot takes as long as the data needs; the orchestrator's
   // grace period (compose stop_grace_period, Kubernetes terminationGracePeriodSeconds)
   // bounds it instead, and a second signal still stops at once.

@@ -33,6 +33,10 @@ export interface StoreDeps {
   readonly snapshotFs?: SnapshotFileSystem;
   /** Period of the active expiry sweep (and of the background rehash step). */
   readonly sweepIntervalMs?: number;
+  /** A connection's time budget per event-loop turn, ms (default TURN_SLICE_MS): a test sets 0 to make every clock check yield. */
+  readonly turnSliceMs?: number;
+  /** How many of V8's background threads main.ts lowered in priority (background-thread-priority.ts), for the ready line. */
+  readonly backgroundThreadsLowered?: number;
 }
 
 export interface StoreService {
@@ -117,6 +121,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     outputStallTimeoutMs: config.outputStallTimeoutMs,
     evictionPolicy: config.evictionPolicy,
     exemptFromLimit: isOwnProbe,
+    turnSliceMs: deps.turnSliceMs,
   });
   const tcp = server;
 
@@ -180,6 +185,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       snapshotRequired: config.snapshotRequired,
       keys: engine.keyCount,
       gcBallastBytes: engine.gcBallastBytes,
+      backgroundThreadsLowered: deps.backgroundThreadsLowered,
     },
     'kvstore ready',
   );
