@@ -4,8 +4,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
-import { COMMANDS_PER_TURN, REPLY_BOUND_BYTES } from '../services/store/client-connection.ts';
-import { COMMAND_BUDGET, REPLY_BOUND, RESULT_OK } from '../services/store/store-metrics.ts';
+import { CLOCK_CHECK_LINES, COMMANDS_PER_TURN, REPLY_BOUND_BYTES } from '../services/store/client-connection.ts';
+import { COMMAND_BUDGET, REPLY_BOUND, RESULT_OK, TIME_SLICE } from '../services/store/store-metrics.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
@@ -107,7 +107,8 @@ describe('many clients that pipeline GETs of a 1 KB value and never read', () =>
 
 describe('the per-turn command budget', () => {
   it('a client pipelining 10,000 PINGs in one write yields to another client, whose PING is answered before the flood is', async () => {
-    const store = await startTestStore();
+    // No time budget: the yields counted here are the command count's (the next test covers time).
+    const store = await startTestStore({}, { turnSliceMs: Infinity });
     const flood = await store.client();
     const other = await store.client();
     expect(await other.request('PING')).toBe('PONG');
@@ -121,6 +122,28 @@ describe('the per-turn command budget', () => {
     expect(all.every((r) => r === 'PONG')).toBe(true);
     expect(store.service.metrics.connectionYields[COMMAND_BUDGET]).toBeGreaterThanOrEqual(Math.floor(n / COMMANDS_PER_TURN) - 1);
     expect((await store.admin('/metrics')).body).toMatch(/^kvstore_connection_yields_total\{reason="command_budget"\} [1-9]\d*$/m);
+  });
+
+  it('a turn is bounded in time too: with no time to spend, a pipelining client yields at every clock check (16 commands), loses none, and another client is answered in between', async () => {
+    const store = await startTestStore({}, { turnSliceMs: 0 });
+    const flood = await store.client();
+    const other = await store.client();
+    const n = 4000;
+    flood.send('PING\n'.repeat(n));
+    await vi.waitFor(() => expect(store.service.metrics.connectionYields[TIME_SLICE]).toBeGreaterThan(0), { interval: 1 });
+    expect(await other.request('PING')).toBe('PONG');
+    expect(flood.received.length).toBeLessThan(n);
+    const all = await flood.lines(n);
+    expect(all.every((r) => r === 'PONG')).toBe(true);
+    // Yields on time, never on the command count (CLOCK_CHECK_LINES < COMMANDS_PER_TURN).
+    expect(store.service.metrics.connectionYields[TIME_SLICE]).toBeGreaterThanOrEqual(Math.floor(n / CLOCK_CHECK_LINES) - 1);
+    expect(store.service.metrics.connectionYields[COMMAND_BUDGET]).toBe(0);
+    expect((await store.admin('/metrics')).body).toMatch(/^kvstore_connection_yields_total\{reason="time_slice"\} [1-9]\d*$/m);
+    // At depth 1 the clock is never read, so nothing yields.
+    const quiet = await startTestStore({}, { turnSliceMs: 0 });
+    const c = await quiet.client();
+    for (let i = 0; i < 50; i++) expect(await c.request('PING')).toBe('PONG');
+    expect(quiet.service.metrics.connectionYields[TIME_SLICE]).toBe(0);
   });
 
   it('replies of many turns arrive whole and in order for a client that reads (pipelined mixed commands)', async () => {

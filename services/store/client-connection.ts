@@ -4,7 +4,7 @@ import { LINE_TOO_LONG_REPLY } from '../protocol/replies.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { CommandRunner } from './command-runner.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
-import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, type StoreMetrics } from './store-metrics.ts';
+import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from './store-metrics.ts';
 import type { TurnScheduler, TurnWork } from './turn-scheduler.ts';
 
 /**
@@ -19,6 +19,15 @@ export const REPLY_BOUND_BYTES = 64 * 1024;
  * bounds what one connection can take of a turn.
  */
 export const COMMANDS_PER_TURN = 256;
+/**
+ * And at most this long (ms) of one turn: 256 commands take ~0.2 ms once V8 has optimised
+ * the command path, but many times that in the code it runs first (the first few hundred
+ * ms of a load) or after a deoptimisation, and every other client waits for the turn.
+ * The clock is read every CLOCK_CHECK_LINES lines, so a connection pipelining 256 keeps
+ * the budget's cost to a clock read per 16 commands and one at depth 1 reads it never.
+ */
+export const TURN_SLICE_MS = 1;
+export const CLOCK_CHECK_LINES = 16;
 /**
  * After QUIT, `line too long`, the client's FIN, shutdown or a refusal the socket is
  * ended; a peer that keeps its side open this long after the last reply is cut off.
@@ -39,6 +48,8 @@ const ENDED = 3;
 /** What a connection needs from the server: nothing of the server itself. */
 export interface ConnectionContext {
   readonly maxLineBytes: number;
+  /** A connection's time budget per turn (TURN_SLICE_MS; a test may set 0: a yield every CLOCK_CHECK_LINES lines). */
+  readonly turnSliceMs: number;
   readonly runner: CommandRunner;
   readonly replyPool: ReplyBufferPool;
   readonly turns: TurnScheduler;
@@ -65,9 +76,10 @@ export interface ConnectionFlow {
  * One client connection: frames lines, runs them, and writes each turn's replies with one
  * socket.write. It stops running commands (and pauses reading; the framer keeps the input
  * it holds) when its unsent replies pass REPLY_BOUND_BYTES, until the socket drains, or
- * after COMMANDS_PER_TURN commands, until a later turn. So a client that pipelines without
- * reading holds the store to about one read of input and REPLY_BOUND_BYTES plus one reply
- * of output, and cannot keep the others waiting for more than one budget.
+ * after COMMANDS_PER_TURN commands or TURN_SLICE_MS, until a later turn. So a client that
+ * pipelines without reading holds the store to about one read of input and
+ * REPLY_BOUND_BYTES plus one reply of output, and cannot keep the others waiting for more
+ * than one budget.
  */
 export class ClientConnection implements TurnWork {
   readonly socket: Socket;
@@ -77,6 +89,12 @@ export class ClientConnection implements TurnWork {
   readonly #replies: ReplyBuffer;
   #state = OPEN;
   #budget = COMMANDS_PER_TURN;
+  /** performance.now() past which the running pump stops at its next clock check (see TURN_SLICE_MS). */
+  #sliceEndsAt = 0;
+  /** Lines run since the clock was last read. */
+  #sinceClockCheck = 0;
+  /** The pump stopped because its time ran out (rather than for the reply bound or a QUIT). */
+  #sliceSpent = false;
   /** For stalledMs(): when the queued replies last shrank, and how many there were. */
   #stallSince = 0;
   #stallUnsent = 0;
@@ -191,20 +209,31 @@ export class ClientConnection implements TurnWork {
     if (this.#state >= CLOSING || this.socket.destroyed) return;
     if (this.#budget > 0 && this.#hasRoom()) {
       this.#ctx.runner.startClock(now);
+      this.#sliceEndsAt = now + this.#ctx.turnSliceMs;
+      this.#sinceClockCheck = 0;
+      this.#sliceSpent = false;
       this.#budget -= this.#framer.deliver(this.#budget);
+      if (this.#sliceSpent) this.#budget = 0; // the rest of the turn's budget too: held lines wait for a later turn
       this.#ctx.turns.atEndOfTurn(this);
       if (this.#framer.hasUnframedInput && this.#state < CLOSING) {
-        this.#ctx.metrics.connectionYields[this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
+        this.#ctx.metrics.connectionYields[this.#sliceSpent ? TIME_SLICE : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
       }
     }
     this.#steerReading();
   }
 
-  /** Runs one line; false stops the framer when the replies reach the bound. */
+  /** Runs one line; false stops the framer when the replies reach the bound or the turn's time is spent. */
   #onLine(buf: Buffer, start: number, end: number): boolean {
     if (this.#ctx.runner.run(buf, start, end, this.#replies)) {
       this.#close(); // QUIT
       return false;
+    }
+    if (++this.#sinceClockCheck === CLOCK_CHECK_LINES) {
+      this.#sinceClockCheck = 0;
+      if (performance.now() >= this.#sliceEndsAt) {
+        this.#sliceSpent = true;
+        return false;
+      }
     }
     return this.#hasRoom();
   }

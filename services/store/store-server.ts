@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { MAX_CONNECTIONS_REPLY, statsReply } from '../protocol/replies.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
-import { ClientConnection, LINGER_MS, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
+import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer } from './shared-read-buffer.ts';
@@ -27,6 +27,8 @@ export interface StoreServerOptions {
   readonly evictionPolicy: string;
   /** A connection for which this is true is accepted past maxConnections (the store's own readiness probe). */
   readonly exemptFromLimit?: (socket: Socket) => boolean;
+  /** A connection's time budget per turn, ms (default TURN_SLICE_MS; a test may set 0). */
+  readonly turnSliceMs?: number;
 }
 
 /**
@@ -68,6 +70,7 @@ export class StoreServer {
     this.metrics = options.metrics;
     this.#context = {
       maxLineBytes: options.maxLineBytes,
+      turnSliceMs: options.turnSliceMs ?? TURN_SLICE_MS,
       runner: new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply() }),
       replyPool: new ReplyBufferPool(),
       turns: new TurnScheduler(),
