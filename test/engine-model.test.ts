@@ -210,6 +210,13 @@ const b64 = (v: Uint8Array) => Buffer.from(v).toString('base64');
 /** A cheap assertion for the hot loop (expect() per step would dominate the run time); fast-check prints the ops. */
 /** Bounds a run (shrinking included) if a failure is found: a failing property reports its best counterexample so far. */
 const limits = { plugins: [fc.interruptAfterTimeLimit(20_000)] };
+/**
+ * A cap no run reaches (the most any holds at once is a few MiB). Not larger: an engine
+ * reserves address space in proportion to its cap (its slot arrays and arena regions), and
+ * the thousands of engines these properties make, freed only when the collector runs, once
+ * took a test worker's address space to its end with a cap of 1 GiB.
+ */
+const UNCAPPED = 1 << 26;
 
 function same(actual: unknown, expected: unknown, what: () => string): void {
   if (!Object.is(actual, expected)) throw new Error(`${what()}: engine ${JSON.stringify(actual)}, model ${JSON.stringify(expected)}`);
@@ -397,7 +404,7 @@ const ops = (maxValueBytes: number) => fc.array(opArb(maxValueBytes), { minLengt
 describe('KvEngine against a reference model', () => {
   it('agrees on every reply, USAGE and the STATS counters with memory to spare', () => {
     fc.assert(
-      fc.property(ops(24), (list) => runModel(list, 1 << 30, 'lru')),
+      fc.property(ops(24), (list) => runModel(list, UNCAPPED, 'lru')),
       { ...limits, numRuns: 300 },
     );
   });
@@ -433,7 +440,7 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
     );
     fc.assert(
-      fc.property(fc.array(longOp, { minLength: 200, maxLength: 1500, size: 'max' }), fc.constantFrom(2000, 1 << 30), (list, cap) =>
+      fc.property(fc.array(longOp, { minLength: 200, maxLength: 1500, size: 'max' }), fc.constantFrom(2000, UNCAPPED), (list, cap) =>
         runModel(list, cap, 'lru'),
       ),
       { ...limits, numRuns: 30 },
@@ -451,7 +458,7 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
     );
     fc.assert(
-      fc.property(fc.array(churn, { minLength: 4000, maxLength: 6000, size: 'max' }), fc.constantFrom(1500, 1 << 30), (list, cap) =>
+      fc.property(fc.array(churn, { minLength: 4000, maxLength: 6000, size: 'max' }), fc.constantFrom(1500, UNCAPPED), (list, cap) =>
         runModel(list, cap, 'lru'),
       ),
       { ...limits, numRuns: 4 },
@@ -475,7 +482,7 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.constant({ op: 'sweep' as const }) },
     );
     fc.assert(
-      fc.property(fc.array(sizedOp, { minLength: 50, maxLength: 300, size: 'max' }), fc.constantFrom(60_000, 1 << 30), (list, cap) => runModel(list, cap, 'lru')),
+      fc.property(fc.array(sizedOp, { minLength: 50, maxLength: 300, size: 'max' }), fc.constantFrom(60_000, UNCAPPED), (list, cap) => runModel(list, cap, 'lru')),
       { ...limits, numRuns: 40 },
     );
   });
@@ -509,7 +516,7 @@ describe('KvEngine against a reference model', () => {
       { weight: 1, arbitrary: fc.record({ op: fc.constant('delete' as const), key: fc.integer({ min: 0, max: 120 }).map((n) => `key:${n}`) }) },
     );
     fc.assert(
-      fc.property(load, fc.array(drain, { minLength: 50, maxLength: 400, size: 'max' }), fc.constantFrom(120, 300, 1 << 30), fc.constantFrom('lru' as const, 'noeviction' as const), (first, then, cap, policy) =>
+      fc.property(load, fc.array(drain, { minLength: 50, maxLength: 400, size: 'max' }), fc.constantFrom(120, 300, UNCAPPED), fc.constantFrom('lru' as const, 'noeviction' as const), (first, then, cap, policy) =>
         runModel([...first, ...then], cap, policy, SMALL_TABLE),
       ),
       // Enough runs that the rarest state below (an eviction mid-shrink, about 1 run in 25) is reached.
@@ -527,7 +534,7 @@ describe('KvEngine against a reference model', () => {
   });
 
   it('the other properties hold with the small table too', () => {
-    fc.assert(fc.property(ops(24), (list) => runModel(list, 1 << 30, 'lru', SMALL_TABLE)), { ...limits, numRuns: 150 });
+    fc.assert(fc.property(ops(24), (list) => runModel(list, UNCAPPED, 'lru', SMALL_TABLE)), { ...limits, numRuns: 150 });
     fc.assert(fc.property(ops(80), (list) => runModel(list, 64, 'lru', SMALL_TABLE)), { ...limits, numRuns: 100 });
     fc.assert(fc.property(ops(40), (list) => runModel(list, 64, 'noeviction', SMALL_TABLE)), { ...limits, numRuns: 100 });
   });
