@@ -89,12 +89,6 @@ export class ClientConnection implements TurnWork {
   readonly #replies: ReplyBuffer;
   #state = OPEN;
   #budget = COMMANDS_PER_TURN;
-  /** performance.now() past which the running pump stops at its next clock check (see TURN_SLICE_MS). */
-  #sliceEndsAt = 0;
-  /** Lines run since the clock was last read. */
-  #sinceClockCheck = 0;
-  /** The pump stopped because its time ran out (rather than for the reply bound or a QUIT). */
-  #sliceSpent = false;
   /** For stalledMs(): when the queued replies last shrank, and how many there were. */
   #stallSince = 0;
   #stallUnsent = 0;
@@ -209,31 +203,34 @@ export class ClientConnection implements TurnWork {
     if (this.#state >= CLOSING || this.socket.destroyed) return;
     if (this.#budget > 0 && this.#hasRoom()) {
       this.#ctx.runner.startClock(now);
-      this.#sliceEndsAt = now + this.#ctx.turnSliceMs;
-      this.#sinceClockCheck = 0;
-      this.#sliceSpent = false;
-      this.#budget -= this.#framer.deliver(this.#budget);
-      if (this.#sliceSpent) this.#budget = 0; // the rest of the turn's budget too: held lines wait for a later turn
+      const sliceEndsAt = now + this.#ctx.turnSliceMs;
+      let sliceSpent = false;
+      // In runs of CLOCK_CHECK_LINES, reading the clock between them. A short run means the
+      // framer had no more complete lines or the line handler stopped it (reply bound, QUIT).
+      for (;;) {
+        const run = Math.min(this.#budget, CLOCK_CHECK_LINES);
+        const ran = this.#framer.deliver(run);
+        this.#budget -= ran;
+        if (ran < run || this.#budget === 0 || !this.#hasRoom()) break;
+        if (performance.now() >= sliceEndsAt) {
+          sliceSpent = true;
+          this.#budget = 0; // the rest of the turn's budget too: held lines wait for a later turn
+          break;
+        }
+      }
       this.#ctx.turns.atEndOfTurn(this);
       if (this.#framer.hasUnframedInput && this.#state < CLOSING) {
-        this.#ctx.metrics.connectionYields[this.#sliceSpent ? TIME_SLICE : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
+        this.#ctx.metrics.connectionYields[sliceSpent ? TIME_SLICE : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
       }
     }
     this.#steerReading();
   }
 
-  /** Runs one line; false stops the framer when the replies reach the bound or the turn's time is spent. */
+  /** Runs one line; false stops the framer when the replies reach the bound. */
   #onLine(buf: Buffer, start: number, end: number): boolean {
     if (this.#ctx.runner.run(buf, start, end, this.#replies)) {
       this.#close(); // QUIT
       return false;
-    }
-    if (++this.#sinceClockCheck === CLOCK_CHECK_LINES) {
-      this.#sinceClockCheck = 0;
-      if (performance.now() >= this.#sliceEndsAt) {
-        this.#sliceSpent = true;
-        return false;
-      }
     }
     return this.#hasRoom();
   }
