@@ -95,6 +95,13 @@ function raiseThreadPriority(nice: number): number | undefined {
 
 // ---------------------------------------------------------------- the prober (worker thread)
 
+/**
+ * Round trips the prober makes before it reports ready and the measured phase begins: its
+ * thread's start (a Node isolate loading this module) takes a few hundred ms of a core, and
+ * its first round trips run in code not yet optimised, so they would time the prober.
+ */
+const PROBER_WARMUP_PINGS = 500;
+
 function runProber(port: number, crlf: boolean, nice: number | undefined): void {
   const niceGot = nice === undefined ? undefined : raiseThreadPriority(nice);
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });
@@ -116,6 +123,7 @@ function runProber(port: number, crlf: boolean, nice: number | undefined): void 
     const t = nowMs();
     for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
       rtts.push(t - sent[head++]!);
+      if (rtts.length === PROBER_WARMUP_PINGS && phases.size === 1) parentPort!.postMessage({ ready: true });
     }
     if (head > 4096) {
       sent.splice(0, head);
@@ -345,6 +353,10 @@ function niceOption(text: string | undefined): number | undefined {
 async function measure(target: Target, s: Settings) {
   const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis, nice: s.proberNice } });
   let proberNice: number | string = 'unchanged';
+  const ready = new Promise<void>((resolve, reject) => {
+    prober.on('message', (m: { ready?: boolean }) => m.ready && resolve());
+    prober.on('error', reject);
+  });
   const report = new Promise<Record<string, PhaseStats>>((resolve, reject) => {
     prober.on('message', (m: { phases?: Record<string, PhaseStats>; proberNice?: number | string; error?: string }) => {
       if (m.error) reject(new Error(`prober: ${m.error}`));
@@ -358,7 +370,7 @@ async function measure(target: Target, s: Settings) {
   const key = (i: number) => `key:${String(i).padStart(10, '0')}`;
   const line = s.mode === 'load' ? (i: number) => `SET ${key(i)} ${value}${eol}` : (i: number) => `SETEX ${key(i)} ${s.ttl} ${value}${eol}`;
 
-  await new Promise((r) => setTimeout(r, 200)); // the prober connects and starts
+  await ready; // the prober has started and made its warm-up round trips
   prober.postMessage({ phase: 'load' });
   const t0 = nowMs();
   await writeAll(target, s, line);
