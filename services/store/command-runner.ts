@@ -1,3 +1,5 @@
+// The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
+import { performance } from 'node:perf_hooks';
 import { DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand } from '../protocol/command-parser.ts';
 import {
   BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,

@@ -1,4 +1,6 @@
 import { randomInt } from 'node:crypto';
+// The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
+import { performance } from 'node:perf_hooks';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
