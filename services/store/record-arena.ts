@@ -187,7 +187,21 @@ export function arenaSlackBytes(): number {
 
 /** A fresh region of exactly `bytes` bytes (at least 1), outside malloc's heap (a resizable buffer is reserved and committed by pages). */
 function exactRegion(bytes: number): Buffer {
-  return Buffer.from(new ArrayBuffer(Math.max(1, bytes), { maxByteLength: Math.max(1, bytes) }));
+  return bufferOver(new ArrayBuffer(Math.max(1, bytes), { maxByteLength: Math.max(1, bytes) }));
+}
+
+/**
+ * A Buffer over the whole of a resizable ArrayBuffer, tracking its length as it is
+ * resized. Not Buffer.from(region): V8 (Node 24) gives every instance of a Uint8Array
+ * subclass (Buffer's FastBuffer) made over a resizable buffer a hidden class of its own, so
+ * each size class's page had its own, and a load that saw the pages of five classes went
+ * megamorphic. That was ~11% of the store's time at pipeline depth 16, and ~6% less
+ * throughput, once values of a few sizes had been stored (test/record-arena-maps.test.ts).
+ * A plain Uint8Array over it, given Buffer's prototype, shares one hidden class with
+ * every other page.
+ */
+function bufferOver(region: ArrayBuffer): Buffer {
+  return Object.setPrototypeOf(new Uint8Array(region), Buffer.prototype) as Buffer;
 }
 
 /** What a large record of `bytes` bytes costs: its own region, in whole OS pages. */
@@ -270,7 +284,7 @@ export class RecordArena {
     } else {
       if (c.region === undefined) {
         c.region = new ArrayBuffer(0, { maxByteLength: roundUp(this.#regionBytes, c.step) + c.step });
-        c.pages[0] = Buffer.from(c.region); // both track the region's length as it is resized
+        c.pages[0] = bufferOver(c.region); // both track the region's length as it is resized
         c.words[0] = new Int32Array(c.region);
       }
       if ((i + 1) * c.size > c.committed) {
