@@ -8,6 +8,7 @@ import { lineBound } from '../protocol/limits.ts';
 import { storeSettings, type StoreConfig } from '../shared/config.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
+import { warmUpCommandPath } from './code-warmup.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
 import { rm } from 'node:fs/promises';
@@ -90,6 +91,16 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
   const createEngine = (): KvEngine => new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true });
+  // First of all: the warm-up's scratch engine is made before the real one (see code-warmup.ts).
+  const warmup = await warmUpCommandPath({
+    keys: config.warmupKeys,
+    maxMemoryBytes: config.maxMemoryBytes,
+    evictionPolicy: config.evictionPolicy,
+    maxValueBytes: config.maxValueBytes,
+    maxLineBytes: lineBound(config.maxValueBytes),
+    logger,
+  });
+  if (warmup.error !== undefined) logger.warn({ err: warmup.error, commands: warmup.commands }, 'warm-up stopped early: the store starts with its code not yet compiled');
   const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
   const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
   // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
@@ -184,6 +195,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       snapshotIntervalS: config.snapshotIntervalS,
       snapshotRequired: config.snapshotRequired,
       keys: engine.keyCount,
+      warmupCommands: warmup.commands,
+      warmupMs: Math.round(warmup.ms),
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
     },

@@ -1,0 +1,146 @@
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { EvictionPolicy } from '../shared/config.ts';
+import type { Logger } from '../shared/logger.ts';
+import { KvEngine } from './kv-engine.ts';
+import { StoreMetrics } from './store-metrics.ts';
+import { StoreServer } from './store-server.ts';
+
+/**
+ * Runs the store's command path once before the store exists, so its first clients do
+ * not wait for V8 to compile it.
+ *
+ * A fresh process runs its first commands in V8's interpreter: each function is compiled
+ * on its first call, runs unoptimised for thousands more, and every optimisation that
+ * guessed wrong is thrown away (`--trace-deopt` at the start of a load lists the framer,
+ * the parser, the engine's lookup and the arena's writes). None of that can be cut into
+ * slices, and it showed as the store's worst round trips in the first ~200 ms of a load.
+ *
+ * So a scratch engine and server, made from the same classes with the same cap and policy,
+ * serve SETs, GETs and DELETEs pipelined over two loopback connections first. V8's type
+ * feedback and optimised code belong to the functions, not to the objects, so the real
+ * engine and server start with them. The scratch engine is made before the real one on
+ * purpose: V8 settles its objects' layout (their hidden class) on the scratch objects, and
+ * the real ones are then made with the settled layout. Warmed after the real engine
+ * existed, the same warm-up made the first seconds of a load worse (README, Benchmarks).
+ *
+ * Nothing of the scratch store is seen outside this call: its metrics are its own and
+ * registered nowhere, its port is on loopback and closed before the store listens, and
+ * its engine is dropped. A warm-up that fails (no loopback, say) is reported, not thrown:
+ * the store then starts cold, as it did before.
+ */
+
+/** Lines per write, and writes in flight per connection, as a pipelining client sends them. */
+const BATCH_LINES = 256;
+const CONNECTIONS = 2;
+/** Value sizes written in turn (bytes, at most MAX_VALUE_BYTES): small, typical, and one past the inline base64 bound. */
+const VALUE_SIZES = [16, 100, 100, 100, 700] as const;
+
+export interface WarmupOptions {
+  /** Keys written, read and deleted; 0 = no warm-up. */
+  readonly keys: number;
+  /** The real engine's cap and policy, so the scratch engine's fields have the same kinds of values. */
+  readonly maxMemoryBytes: number;
+  readonly evictionPolicy: EvictionPolicy;
+  readonly maxValueBytes: number;
+  readonly maxLineBytes: number;
+  readonly logger: Logger;
+  /** Where the scratch listener binds (a test gives an address that cannot be bound). */
+  readonly host?: string;
+}
+
+export interface WarmupResult {
+  /** Commands the scratch store answered (3 × keys when it ran to the end). */
+  readonly commands: number;
+  readonly ms: number;
+  /** Why it stopped early, when it did. */
+  readonly error?: string;
+}
+
+/** Drives a scratch store through options.keys SETs, GETs and DELETEs; resolves when all are answered, or with `error`. */
+export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupResult> {
+  const started = performance.now();
+  if (options.keys === 0) return { commands: 0, ms: 0 };
+  let commands = 0;
+  let server: StoreServer | undefined;
+  const sockets: Socket[] = [];
+  try {
+    const engine = new KvEngine({ maxMemoryBytes: options.maxMemoryBytes, evictionPolicy: options.evictionPolicy });
+    server = new StoreServer({
+      engine,
+      metrics: new StoreMetrics(),
+      logger: options.logger,
+      maxValueBytes: options.maxValueBytes,
+      maxLineBytes: options.maxLineBytes,
+      maxConnections: CONNECTIONS,
+      idleTimeoutMs: 0,
+      outputStallTimeoutMs: 0,
+      evictionPolicy: options.evictionPolicy,
+    });
+    const host = options.host ?? '127.0.0.1';
+    const port = await server.listen(0, host);
+    for (let i = 0; i < CONNECTIONS; i++) {
+      const socket = connect({ port, host, noDelay: true });
+      sockets.push(socket);
+      await once(socket, 'connect');
+    }
+    const values = VALUE_SIZES.map((n) => 'w'.repeat(Math.min(n, options.maxValueBytes)));
+    const key = (i: number): string => `warmup:${i}`;
+    const phases = [
+      (i: number) => `SET ${key(i)} ${values[i % values.length]}\n`,
+      (i: number) => `GET ${key(i)}\n`,
+      (i: number) => `DELETE ${key(i)}\n`,
+    ];
+    for (const line of phases) {
+      await Promise.all(sockets.map((socket, c) => pipeline(socket, options.keys, c, CONNECTIONS, line, () => commands++)));
+    }
+    return { commands, ms: performance.now() - started };
+  } catch (err) {
+    return { commands, ms: performance.now() - started, error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    server?.destroy();
+  }
+}
+
+/**
+ * Sends line(i) for i = first, first + step, ... below total, two batches in flight, and
+ * resolves when every one is answered (`answered` is called per reply).
+ */
+function pipeline(socket: Socket, total: number, first: number, step: number, line: (i: number) => string, answered: () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let next = first;
+    let outstanding = 0;
+    const done = (err?: Error): void => {
+      socket.off('data', onData);
+      socket.off('error', done);
+      socket.off('close', onClose);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onClose = (): void => done(new Error('the scratch store closed a warm-up connection'));
+    const send = (): void => {
+      let text = '';
+      let n = 0;
+      for (; n < BATCH_LINES && next < total; n++, next += step) text += line(next);
+      if (n === 0) return;
+      outstanding += n;
+      socket.write(text);
+    };
+    function onData(chunk: Buffer): void {
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
+        outstanding--;
+        answered();
+      }
+      if (outstanding <= BATCH_LINES) send();
+      if (outstanding === 0 && next >= total) done();
+    }
+    socket.on('data', onData);
+    socket.on('error', done);
+    socket.on('close', onClose);
+    send();
+    send();
+    if (outstanding === 0) done();
+  });
+}

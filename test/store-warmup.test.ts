@@ -1,0 +1,79 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { lineBound } from '../services/protocol/limits.ts';
+import { createLogger } from '../services/shared/logger.ts';
+import { warmUpCommandPath, type WarmupOptions } from '../services/store/code-warmup.ts';
+import { destroyAll } from './helpers/cleanup.ts';
+import { metricSum } from './helpers/exposition.ts';
+import { startTestStore } from './helpers/store-harness.ts';
+
+afterEach(destroyAll);
+
+const logger = createLogger({ name: 'kvstore', level: 'silent' });
+const options = (keys: number, more: Partial<WarmupOptions> = {}): WarmupOptions => ({
+  keys,
+  maxMemoryBytes: 64 * 1024 * 1024,
+  evictionPolicy: 'lru',
+  maxValueBytes: 1024,
+  maxLineBytes: lineBound(1024),
+  logger,
+  ...more,
+});
+
+/** Open TCP servers and sockets of this process, by kind. */
+function tcpHandles(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'TCPServerWrap' || r === 'TCPSocketWrap').length;
+}
+
+/** Waits (a turn at a time, for at most 1,000 turns) until `done` holds. */
+async function untilTurns(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setImmediate(r));
+}
+
+describe('the start-up warm-up', () => {
+  it('has a scratch store answer every SET, GET and DELETE, and leaves no listener or socket behind', async () => {
+    const before = tcpHandles();
+    const result = await warmUpCommandPath(options(1001, { maxValueBytes: 50 }));
+    expect(result.error).toBeUndefined();
+    expect(result.commands).toBe(3 * 1001);
+    expect(result.ms).toBeGreaterThan(0);
+    await untilTurns(() => tcpHandles() === before);
+    expect(tcpHandles()).toBe(before);
+  });
+
+  it('0 keys: no warm-up at all', async () => {
+    expect(await warmUpCommandPath(options(0))).toEqual({ commands: 0, ms: 0 });
+  });
+
+  it('reports a failure instead of throwing (an address it cannot bind), and leaves nothing open', async () => {
+    const before = tcpHandles();
+    const result = await warmUpCommandPath(options(100, { host: '192.0.2.1' })); // TEST-NET-1: not on this host
+    expect(result.commands).toBe(0);
+    expect(result.error).toMatch(/EADDRNOTAVAIL|EINVAL|listen/);
+    await untilTurns(() => tcpHandles() === before);
+    expect(tcpHandles()).toBe(before);
+  });
+
+  it('a warmed store starts empty, with its counters and metrics untouched, and says so in its ready line', async () => {
+    const store = await startTestStore({ warmupKeys: 500 });
+    const ready = store.logs.find((l) => l.msg === 'kvstore ready')!;
+    expect(ready).toMatchObject({ warmupCommands: 1500, keys: 0 });
+    expect(ready.warmupMs).toBeGreaterThanOrEqual(0);
+    const metrics = (await store.admin('/metrics')).body;
+    for (const command of ['SET', 'GET', 'DELETE']) expect(metricSum(metrics, 'kvstore_commands_total', `command="${command}"`)).toBe(0);
+    expect(metricSum(metrics, 'kvstore_keys')).toBe(0);
+    const client = await store.client();
+    const stats = await client.request('STATS');
+    expect(stats).toMatch(/\bkeys=0\b/);
+    expect(stats).toMatch(/\bhits=0\b/);
+    expect(stats).toMatch(/\bmisses=0\b/);
+    expect(stats).toMatch(/\bevictions=0\b/);
+    expect(await client.request('GET warmup:1')).toBe('NOT_FOUND');
+    // The counter read above is the one the store keeps: this store's own GET shows in it.
+    expect(metricSum((await store.admin('/metrics')).body, 'kvstore_commands_total', 'command="GET"')).toBe(1);
+  });
+
+  it('is off unless asked for in the tests (the loader\'s default is on)', async () => {
+    const store = await startTestStore();
+    expect(store.logs.find((l) => l.msg === 'kvstore ready')).toMatchObject({ warmupCommands: 0, warmupMs: 0 });
+  });
+});
