@@ -53,6 +53,15 @@ describe('the start-up warm-up', () => {
     expect(tcpHandles()).toBe(before);
   });
 
+  it('gives up at its time-out, reporting how far it got, and leaves nothing open', async () => {
+    const before = tcpHandles();
+    const result = await warmUpCommandPath(options(1_000_000, { timeoutMs: 20 }));
+    expect(result.error).toBe('timed out after 20 ms');
+    expect(result.commands).toBeLessThan(3_000_000);
+    await untilTurns(() => tcpHandles() === before);
+    expect(tcpHandles()).toBe(before);
+  });
+
   it('a warmed store starts empty, with its counters and metrics untouched, and says so in its ready line', async () => {
     const store = await startTestStore({ warmupKeys: 500 });
     const ready = store.logs.find((l) => l.msg === 'kvstore ready')!;

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { EvictionPolicy } from '../shared/config.ts';
@@ -34,6 +33,8 @@ import { StoreServer } from './store-server.ts';
 /** Lines per write, and writes in flight per connection, as a pipelining client sends them. */
 const BATCH_LINES = 256;
 const CONNECTIONS = 2;
+/** The longest a warm-up may take (20,000 keys take ~0.15 s): past it the store starts cold rather than late. */
+export const WARMUP_TIMEOUT_MS = 10_000;
 /** Value sizes written in turn (bytes, at most MAX_VALUE_BYTES): small, typical, and one past the inline base64 bound. */
 const VALUE_SIZES = [16, 100, 100, 100, 700] as const;
 
@@ -48,6 +49,8 @@ export interface WarmupOptions {
   readonly logger: Logger;
   /** Where the scratch listener binds (a test gives an address that cannot be bound). */
   readonly host?: string;
+  /** Default WARMUP_TIMEOUT_MS (a test gives less). */
+  readonly timeoutMs?: number;
 }
 
 export interface WarmupResult {
@@ -65,6 +68,12 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
   let commands = 0;
   let server: StoreServer | undefined;
   const sockets: Socket[] = [];
+  let timedOut = false;
+  // Ending the connections makes the pipelines below fail, which ends the warm-up.
+  const timer = setTimeout(() => {
+    timedOut = true;
+    for (const socket of sockets) socket.destroy();
+  }, options.timeoutMs ?? WARMUP_TIMEOUT_MS);
   try {
     const engine = new KvEngine({ maxMemoryBytes: options.maxMemoryBytes, evictionPolicy: options.evictionPolicy });
     server = new StoreServer({
@@ -83,7 +92,7 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
     for (let i = 0; i < CONNECTIONS; i++) {
       const socket = connect({ port, host, noDelay: true });
       sockets.push(socket);
-      await once(socket, 'connect');
+      await connected(socket);
     }
     const values = VALUE_SIZES.map((n) => 'w'.repeat(Math.min(n, options.maxValueBytes)));
     const key = (i: number): string => `warmup:${i}`;
@@ -97,11 +106,28 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
     }
     return { commands, ms: performance.now() - started };
   } catch (err) {
-    return { commands, ms: performance.now() - started, error: err instanceof Error ? err.message : String(err) };
+    const error = timedOut ? `timed out after ${options.timeoutMs ?? WARMUP_TIMEOUT_MS} ms` : err instanceof Error ? err.message : String(err);
+    return { commands, ms: performance.now() - started, error };
   } finally {
+    clearTimeout(timer);
     for (const socket of sockets) socket.destroy();
     server?.destroy();
   }
+}
+
+/** Resolves when the socket connects; rejects if it fails or is closed first (the time-out). */
+function connected(socket: Socket): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    const onClose = (): void => reject(new Error('a warm-up connection closed before it opened'));
+    socket.once('connect', () => {
+      socket.off('error', onError);
+      socket.off('close', onClose);
+      resolve();
+    });
+    socket.once('error', onError);
+    socket.once('close', onClose);
+  });
 }
 
 /**
