@@ -135,14 +135,31 @@ export interface StoreRun {
 }
 
 /** Runs a load generator to its end (its stderr is ours), killed with the others on exit; resolves with its exit code and stdout. */
-async function runToEnd(command: string, args: readonly string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+function runToEnd(command: string, args: readonly string[]): Promise<{ code: number | null; out: string }> {
+  return armed(command, args).go();
+}
+
+/**
+ * Starts `command args` held at a shell's `read`: this process forks now, and the command
+ * only runs (exec'd by that shell) once go() is called. A fork copies this process's page
+ * tables and write-protects its memory, so every one of its threads is briefly held up
+ * (shootdowns, copy-on-write faults): forked at the start of a measured phase, it showed
+ * in the phase's first round trips (bench/growth-stall.ts's prober runs in this process).
+ */
+export function armed(command: string, args: readonly string[]): { go(): Promise<{ code: number | null; out: string }> } {
+  const child = spawn('/bin/sh', ['-c', 'read go && exec "$0" "$@"', command, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'], detached: true });
   children.add(child);
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  children.delete(child);
-  return { code, out };
+  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  return {
+    async go() {
+      child.stdin!.end('go\n');
+      const code = await exited;
+      children.delete(child);
+      return { code, out };
+    },
+  };
 }
 
 /** Runs `kv bench ... --json` as a child process (its progress bar goes to our stderr). */
@@ -190,8 +207,8 @@ export interface LoadFigures {
 }
 
 /** Runs kvload to its end and parses its last stdout line, a JSON object of results. */
-async function kvloadJson(binary: string, args: string[]): Promise<{ command: string; code: number | null; r: Record<string, number> }> {
-  const { code, out } = await runToEnd(binary, args);
+async function kvloadJson(binary: string, args: string[], started = armed(binary, args)): Promise<{ command: string; code: number | null; r: Record<string, number> }> {
+  const { code, out } = await started.go();
   const command = shellLine({}, 'kvload', args);
   const last = out.trim().split('\n').at(-1) ?? '';
   try {
@@ -205,8 +222,8 @@ async function kvloadJson(binary: string, args: string[]): Promise<{ command: st
  * One run of the C load generator kvload (an external instrument, not part of the
  * project: --kvload <path>); its last stdout line is a JSON object of results.
  */
-export async function kvloadRun(binary: string, args: string[]): Promise<{ command: string; result: LoadFigures }> {
-  const { command, code, r } = await kvloadJson(binary, args);
+export async function kvloadRun(binary: string, args: string[], started = armed(binary, args)): Promise<{ command: string; result: LoadFigures }> {
+  const { command, code, r } = await kvloadJson(binary, args, started);
   if (code !== 0) log(`WARNING: exit ${code} (error replies) in: ${command}`);
   return {
     command,
@@ -218,9 +235,19 @@ export async function kvloadRun(binary: string, args: string[]): Promise<{ comma
  * kvload's prefill only (-L): a SET of every key of its keyspace, pipelined, then it exits.
  * For benches that need keys written by a client that is not the bottleneck.
  */
-export async function kvloadFill(binary: string, args: string[]): Promise<{ command: string; seconds: number; errors: number }> {
-  const { command, r } = await kvloadJson(binary, [...args, '-L']);
+export async function kvloadFill(binary: string, args: string[], started = armed(binary, [...args, '-L'])): Promise<{ command: string; seconds: number; errors: number }> {
+  const { command, r } = await kvloadJson(binary, [...args, '-L'], started);
   return { command, seconds: r.prefill_secs!, errors: r.prefill_errors! };
+}
+
+/** kvloadRun and kvloadFill, with the process started now (see armed) and run by the call returned. */
+export function armedKvloadRun(binary: string, args: string[]): () => ReturnType<typeof kvloadRun> {
+  const started = armed(binary, args);
+  return () => kvloadRun(binary, args, started);
+}
+export function armedKvloadFill(binary: string, args: string[]): () => ReturnType<typeof kvloadFill> {
+  const started = armed(binary, [...args, '-L']);
+  return () => kvloadFill(binary, args, started);
 }
 
 /** One RESP inline command to Redis on a fresh connection; resolves with the raw reply text. */

@@ -46,7 +46,7 @@ import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
-import { kvloadFill, kvloadRun, spawnStore } from './bench-processes.ts';
+import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
 const OVERWRITE_SECONDS = 8;
@@ -317,19 +317,27 @@ function kvloadArgs(target: Target, s: Settings): string[] {
   return ['-m', target.redis ? 'resp' : 'line', '-p', String(target.port), '-c', String(s.conns), '-P', String(s.batch), '-k', String(s.keys), '-v', String(s.valueBytes)];
 }
 
-/** Every key written once: by kvload (-L) when given, else by this process's own pipeline. */
-async function writeAll(target: Target, s: Settings, line: (i: number) => string): Promise<void> {
-  if (s.kvload === undefined) return pipeline(target.port, s.keys, s.conns, s.batch, line);
-  const args = kvloadArgs(target, s);
-  const { command, errors } = await kvloadFill(s.kvload, args);
-  if (errors > 0) throw new Error(`${errors} error replies in: ${command}`);
+/**
+ * Every key written once, by kvload (-L) when given, else by this process's own pipeline:
+ * returns the call that writes them. kvload's process is started before that call (see
+ * armed in bench-processes.ts), so the phase's first round trips do not time the fork.
+ */
+function writeAll(target: Target, s: Settings, line: (i: number) => string): () => Promise<void> {
+  if (s.kvload === undefined) return () => pipeline(target.port, s.keys, s.conns, s.batch, line);
+  const fill = armedKvloadFill(s.kvload, kvloadArgs(target, s));
+  return async () => {
+    const { command, errors } = await fill();
+    if (errors > 0) throw new Error(`${errors} error replies in: ${command}`);
+  };
 }
 
-/** kvload's SETs of random keys of the keyspace (no prefill) for `seconds`. */
-async function overwriteFor(target: Target, s: Settings, seconds: number): Promise<void> {
-  const args = kvloadArgs(target, s);
-  const { command, result } = await kvloadRun(s.kvload!, [...args, '-N', '-r', '0', '-w', '0', '-d', String(seconds)]);
-  if (result.errors > 0) throw new Error(`${result.errors} error replies in: ${command}`);
+/** kvload's SETs of random keys of the keyspace (no prefill) for `seconds`: returns the call that runs them (started as writeAll's). */
+function overwriteFor(target: Target, s: Settings, seconds: number): () => Promise<void> {
+  const run = armedKvloadRun(s.kvload!, [...kvloadArgs(target, s), '-N', '-r', '0', '-w', '0', '-d', String(seconds)]);
+  return async () => {
+    const { command, result } = await run();
+    if (result.errors > 0) throw new Error(`${result.errors} error replies in: ${command}`);
+  };
 }
 
 interface Settings {
@@ -371,9 +379,10 @@ async function measure(target: Target, s: Settings) {
   const line = s.mode === 'load' ? (i: number) => `SET ${key(i)} ${value}${eol}` : (i: number) => `SETEX ${key(i)} ${s.ttl} ${value}${eol}`;
 
   await ready; // the prober has started and made its warm-up round trips
+  const load = writeAll(target, s, line);
   prober.postMessage({ phase: 'load' });
   const t0 = nowMs();
-  await writeAll(target, s, line);
+  await load();
   const loadedAt = nowMs();
   const result: Record<string, unknown> = { loadSeconds: +((loadedAt - t0) / 1000).toFixed(2) };
 
@@ -398,11 +407,11 @@ async function measure(target: Target, s: Settings) {
     result.emptySecondsAfterLastExpiry = +((emptyAt - lastExpiry) / 1000).toFixed(2);
   } else if (s.mode === 'snapshot') {
     // Every key overwritten again while the periodic snapshots run.
+    const overwrite = s.kvload === undefined ? writeAll(target, s, (i: number) => `SET ${key(i)} ${value}${eol}`) : overwriteFor(target, s, OVERWRITE_SECONDS);
     prober.postMessage({ phase: 'overwrite' });
     const savesBefore = target.saves();
     const t1 = nowMs();
-    if (s.kvload === undefined) await writeAll(target, s, (i: number) => `SET ${key(i)} ${value}${eol}`);
-    else await overwriteFor(target, s, OVERWRITE_SECONDS);
+    await overwrite();
     result.overwriteSeconds = +((nowMs() - t1) / 1000).toFixed(2);
     result.savesDuringOverwrite = target.saves() - savesBefore;
   } else {
