@@ -44,6 +44,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { pipelineLines } from '../services/client/line-pipeline.ts';
 import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
@@ -271,34 +272,14 @@ async function open(port: number): Promise<Socket> {
 /** Sends `total` commands made by `line(i)` over `conns` connections, `batch` per write, two batches in flight each. */
 async function pipeline(port: number, total: number, conns: number, batch: number, line: (i: number) => string): Promise<void> {
   let next = 0;
-  const one = async (): Promise<void> => {
-    const sock = await open(port);
-    let outstanding = 0;
-    let done: () => void;
-    const finished = new Promise<void>((r) => (done = r));
-    // Two batches in flight: the next one goes out when one has been answered.
-    const send = () => {
-      const start = next;
-      const end = Math.min(total, start + batch);
-      if (end === start) return;
-      let text = '';
-      for (let i = start; i < end; i++) text += line(i);
-      next = end;
-      outstanding += end - start;
-      sock.write(text);
-    };
-    sock.on('data', (chunk: Buffer) => {
-      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) outstanding--;
-      if (outstanding <= batch) send();
-      if (outstanding === 0 && next >= total) done();
-    });
-    send();
-    send();
-    if (outstanding === 0) done!();
-    await finished;
-    sock.destroy();
-  };
-  await Promise.all(Array.from({ length: conns }, one));
+  const nextLine = (): string | undefined => (next < total ? line(next++) : undefined);
+  await Promise.all(
+    Array.from({ length: conns }, async () => {
+      const sock = await open(port);
+      await pipelineLines(sock, nextLine, batch);
+      sock.destroy();
+    }),
+  );
 }
 
 /** One request/reply at a time: the reply line without its line end. */

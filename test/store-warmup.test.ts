@@ -5,6 +5,7 @@ import { warmUpCommandPath, type WarmupOptions } from '../services/store/code-wa
 import { destroyAll } from './helpers/cleanup.ts';
 import { metricSum } from './helpers/exposition.ts';
 import { startTestStore } from './helpers/store-harness.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 afterEach(destroyAll);
 
@@ -24,10 +25,9 @@ function tcpHandles(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'TCPServerWrap' || r === 'TCPSocketWrap').length;
 }
 
-/** Waits (a turn at a time, for at most 1,000 turns) until `done` holds. */
-async function untilTurns(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setImmediate(r));
-}
+/** Waits until the sockets and listeners closed by the warm-up are gone (their handles close asynchronously). */
+const untilHandles = (count: number): Promise<true> =>
+  waitUntil(`${count} open TCP handles`, async () => (tcpHandles() === count ? true : undefined), { deadlineMs: 5000, everyMs: 5 });
 
 describe('the start-up warm-up', () => {
   it('has a scratch store answer every SET, GET and DELETE, and leaves no listener or socket behind', async () => {
@@ -36,7 +36,7 @@ describe('the start-up warm-up', () => {
     expect(result.error).toBeUndefined();
     expect(result.commands).toBe(3 * 1001);
     expect(result.ms).toBeGreaterThan(0);
-    await untilTurns(() => tcpHandles() === before);
+    await untilHandles(before);
     expect(tcpHandles()).toBe(before);
   });
 
@@ -49,7 +49,7 @@ describe('the start-up warm-up', () => {
     const result = await warmUpCommandPath(options(100, { host: '192.0.2.1' })); // TEST-NET-1: not on this host
     expect(result.commands).toBe(0);
     expect(result.error).toMatch(/EADDRNOTAVAIL|EINVAL|listen/);
-    await untilTurns(() => tcpHandles() === before);
+    await untilHandles(before);
     expect(tcpHandles()).toBe(before);
   });
 
@@ -58,7 +58,7 @@ describe('the start-up warm-up', () => {
     const result = await warmUpCommandPath(options(1_000_000, { timeoutMs: 20 }));
     expect(result.error).toBe('timed out after 20 ms');
     expect(result.commands).toBeLessThan(3_000_000);
-    await untilTurns(() => tcpHandles() === before);
+    await untilHandles(before);
     expect(tcpHandles()).toBe(before);
   });
 

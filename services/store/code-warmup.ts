@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { pipelineLines } from '../client/line-pipeline.ts';
 import type { EvictionPolicy } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { KvEngine } from './kv-engine.ts';
@@ -30,7 +31,7 @@ import { StoreServer } from './store-server.ts';
  * the store then starts cold, as it did before.
  */
 
-/** Lines per write, and writes in flight per connection, as a pipelining client sends them. */
+/** Lines per write (two writes in flight per connection), as a pipelining client sends them. */
 const BATCH_LINES = 256;
 const CONNECTIONS = 2;
 /** The longest a warm-up may take (20,000 keys take ~0.15 s): past it the store starts cold rather than late. */
@@ -101,8 +102,12 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
       (i: number) => `GET ${key(i)}\n`,
       (i: number) => `DELETE ${key(i)}\n`,
     ];
+    const answered = (): void => void commands++;
     for (const line of phases) {
-      await Promise.all(sockets.map((socket, c) => pipeline(socket, options.keys, c, CONNECTIONS, line, () => commands++)));
+      // The connections take the phase's lines in turn, each key's line once.
+      let i = 0;
+      const next = (): string | undefined => (i < options.keys ? line(i++) : undefined);
+      await Promise.all(sockets.map((socket) => pipelineLines(socket, next, BATCH_LINES, answered)));
     }
     return { commands, ms: performance.now() - started };
   } catch (err) {
@@ -127,46 +132,5 @@ function connected(socket: Socket): Promise<void> {
     });
     socket.once('error', onError);
     socket.once('close', onClose);
-  });
-}
-
-/**
- * Sends line(i) for i = first, first + step, ... below total, two batches in flight, and
- * resolves when every one is answered (`answered` is called per reply).
- */
-function pipeline(socket: Socket, total: number, first: number, step: number, line: (i: number) => string, answered: () => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let next = first;
-    let outstanding = 0;
-    const done = (err?: Error): void => {
-      socket.off('data', onData);
-      socket.off('error', done);
-      socket.off('close', onClose);
-      if (err) reject(err);
-      else resolve();
-    };
-    const onClose = (): void => done(new Error('the scratch store closed a warm-up connection'));
-    const send = (): void => {
-      let text = '';
-      let n = 0;
-      for (; n < BATCH_LINES && next < total; n++, next += step) text += line(next);
-      if (n === 0) return;
-      outstanding += n;
-      socket.write(text);
-    };
-    function onData(chunk: Buffer): void {
-      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
-        outstanding--;
-        answered();
-      }
-      if (outstanding <= BATCH_LINES) send();
-      if (outstanding === 0 && next >= total) done();
-    }
-    socket.on('data', onData);
-    socket.on('error', done);
-    socket.on('close', onClose);
-    send();
-    send();
-    if (outstanding === 0) done();
   });
 }

@@ -91,13 +91,14 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
   const createEngine = (): KvEngine => new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true });
+  const maxLineBytes = lineBound(config.maxValueBytes);
   // First of all: the warm-up's scratch engine is made before the real one (see code-warmup.ts).
   const warmup = await warmUpCommandPath({
     keys: config.warmupKeys,
     maxMemoryBytes: config.maxMemoryBytes,
     evictionPolicy: config.evictionPolicy,
     maxValueBytes: config.maxValueBytes,
-    maxLineBytes: lineBound(config.maxValueBytes),
+    maxLineBytes,
     logger,
   });
   if (warmup.error !== undefined) logger.warn({ err: warmup.error, commands: warmup.commands }, 'warm-up stopped early: the store starts with its code not yet compiled');
@@ -126,7 +127,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     metrics,
     logger,
     maxValueBytes: config.maxValueBytes,
-    maxLineBytes: lineBound(config.maxValueBytes),
+    maxLineBytes,
     maxConnections: config.maxConnections,
     idleTimeoutMs: config.idleTimeoutMs,
     outputStallTimeoutMs: config.outputStallTimeoutMs,
