@@ -76,8 +76,9 @@ export interface ConnectionFlow {
 }
 
 /**
- * One client connection: frames lines, runs them, and writes each turn's replies with one
- * socket.write. It stops running commands (and pauses reading; the framer keeps the input
+ * One client connection: frames lines, runs them (a read of one command at the end of the
+ * turn, with the other connections' such reads: OneLineReads), and writes each turn's
+ * replies with one socket.write. It stops running commands (and pauses reading; the framer keeps the input
  * it holds) when its unsent replies pass REPLY_BOUND_BYTES, until the socket drains, or
  * after COMMANDS_PER_TURN commands or TURN_SLICE_MS, until a later turn. So a client that
  * pipelines without reading holds the store to about one read of input and
@@ -195,9 +196,21 @@ export class ClientConnection implements TurnWork {
     const now = performance.now();
     this.#activeAt = now;
     if (this.#state !== OPEN) return; // after QUIT, an over-long line or shutdown the rest is read and dropped
-    this.#ctx.runner.prefetch(buf, n);
+    const held = this.#ctx.runner.prefetch(buf, n, !this.#framer.hasUnframedInput);
+    if (held !== null) {
+      // A read of one command: run at the end of the turn, prefetched with the others'.
+      this.#framer.append(held);
+      this.#ctx.turns.runHeldAtEndOfTurn(this);
+      return;
+    }
     this.#framer.append(buf.subarray(0, n));
     this.#pump(now);
+    this.#framer.ownHeldInput();
+  }
+
+  runHeldRead(): void {
+    this.#pump(performance.now());
+    // What is left of it (the reply bound was reached) is copied: the held copy is reused next turn.
     this.#framer.ownHeldInput();
   }
 

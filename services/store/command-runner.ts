@@ -5,6 +5,7 @@ import {
   BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
 } from '../protocol/replies.ts';
 import { scanKeys } from '../protocol/key-scan.ts';
+import { OneLineReads } from './one-line-reads.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
 import { PREFETCH_BATCH, ValueLocation, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
@@ -32,6 +33,7 @@ export class CommandRunner {
   readonly #value = new ValueLocation();
   readonly #keyStarts = new Int32Array(PREFETCH_BATCH);
   readonly #keyEnds = new Int32Array(PREFETCH_BATCH);
+  readonly #oneLineReads = new OneLineReads();
   /** When the last command ended (or the current batch started), for command durations. */
   #lastTick = 0;
 
@@ -44,13 +46,28 @@ export class CommandRunner {
 
   /**
    * Input buf[0, n) has arrived: before its lines run one by one, the engine loads what
-   * their lookups will touch, all at once (StoreEngine.prefetch). A read of one line
-   * (a client that waits for each reply) has nothing to overlap and skips it.
+   * their lookups will touch, all at once (StoreEngine.prefetch), and null is returned:
+   * run them now. A read of one command (a client that waits for each reply) has nothing
+   * to overlap with: when `mayHold` (the connection holds no earlier input), it is copied
+   * and the copy returned, to be run at the end of the turn (turn-scheduler.ts), after
+   * prefetchHeld() has prefetched the turn's one-line reads together (OneLineReads).
    */
-  prefetch(buf: Buffer, n: number): void {
+  prefetch(buf: Buffer, n: number, mayHold: boolean): Buffer | null {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const count = scanKeys(buf, n, this.#keyStarts, this.#keyEnds);
     if (count > 1) this.#engine.prefetch(buf, this.#keyStarts, this.#keyEnds, count);
+    else if (count === 1 && mayHold) return this.#oneLineReads.hold(buf, n, this.#keyStarts[0]!, this.#keyEnds[0]!);
+    return null;
+  }
+
+  /** Before the turn's held one-line reads run. */
+  prefetchHeld(): void {
+    this.#oneLineReads.prefetch(this.#engine);
+  }
+
+  /** After they ran: the copies returned by prefetch() are no longer valid. */
+  releaseHeld(): void {
+    this.#oneLineReads.release();
   }
 
   /** A batch of lines starts (input arrived, or held lines resume) at `now` (performance.now()): the next command's time runs from it. */

@@ -68,12 +68,13 @@ export class StoreServer {
   constructor(options: StoreServerOptions) {
     this.options = options;
     this.metrics = options.metrics;
+    const runner = new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply() });
     this.#context = {
       maxLineBytes: options.maxLineBytes,
       turnSliceMs: options.turnSliceMs ?? TURN_SLICE_MS,
-      runner: new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply() }),
+      runner,
       replyPool: new ReplyBufferPool(),
-      turns: new TurnScheduler(),
+      turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }),
       metrics: options.metrics,
       logger: options.logger,
     };

@@ -6,12 +6,23 @@ export interface TurnWork {
   turnQueues: number;
   /** At the end of the turn it had work in: write the replies built during it. */
   endTurn(): void;
+  /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.prefetch). */
+  runHeldRead(): void;
   /** In a later turn: run the lines the per-turn budget held back. */
   resumeTurn(): void;
 }
 
+/** What is done around the held reads of a turn (the command runner's prefetch and the release of their copies). */
+export interface HeldReadsHooks {
+  /** Before the first one runs. */
+  before(): void;
+  /** After the last one ran. */
+  after(): void;
+}
+
 const ENDING = 1;
 const RESUMING = 2;
+const HOLDING = 4;
 
 /**
  * Gives connections two hooks on the event loop: the end of the current turn (TurnEnd:
@@ -20,16 +31,25 @@ const RESUMING = 2;
  * once, not per reply) and a later turn, for a connection that used up its budget: it
  * continues only after the next poll phase has served everyone else.
  *
- * It keeps its own two lists rather than two TurnBatchers: one turn end serves both,
- * resumed work first, so its replies join those of the connections read in the same
- * turn. With a batcher each, two setImmediates could fall in one check phase in either
- * order, and a connection that ended its turn in the first could resume in the second,
- * before the next poll phase has served the others.
+ * A third hook, at the same turn end, runs the reads of one command that connections
+ * held for it (OneLineReads), between the hooks' before() and after().
+ *
+ * It keeps its own lists rather than a TurnBatcher each: one turn end serves them all,
+ * resumed work first, then the held reads, so their replies join those of the
+ * connections read in the same turn. With a batcher each, two setImmediates could fall in
+ * one check phase in either order, and a connection that ended its turn in the first
+ * could resume in the second, before the next poll phase has served the others.
  */
 export class TurnScheduler {
   #ending: TurnWork[] = [];
   #resuming: TurnWork[] = [];
+  #holding: TurnWork[] = [];
+  readonly #heldReads: HeldReadsHooks;
   readonly #turnEnd = new TurnEnd(() => this.#run());
+
+  constructor(heldReads: HeldReadsHooks) {
+    this.#heldReads = heldReads;
+  }
 
   #run(): void {
     if (this.#resuming.length > 0) {
@@ -39,6 +59,16 @@ export class TurnScheduler {
         w.turnQueues &= ~RESUMING;
         w.resumeTurn(); // it joins #ending
       }
+    }
+    if (this.#holding.length > 0) {
+      const holding = this.#holding;
+      this.#holding = [];
+      this.#heldReads.before();
+      for (const w of holding) {
+        w.turnQueues &= ~HOLDING;
+        w.runHeldRead(); // it joins #ending
+      }
+      this.#heldReads.after();
     }
     const ending = this.#ending;
     this.#ending = [];
@@ -52,6 +82,15 @@ export class TurnScheduler {
     if ((work.turnQueues & ENDING) === 0) {
       work.turnQueues |= ENDING;
       this.#ending.push(work);
+    }
+    this.#turnEnd.request();
+  }
+
+  /** At the end of this turn, with the other held reads (before any connection's replies are written). */
+  runHeldAtEndOfTurn(work: TurnWork): void {
+    if ((work.turnQueues & HOLDING) === 0) {
+      work.turnQueues |= HOLDING;
+      this.#holding.push(work);
     }
     this.#turnEnd.request();
   }
