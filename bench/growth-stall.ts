@@ -276,7 +276,7 @@ async function pipeline(port: number, total: number, conns: number, batch: numbe
   await Promise.all(
     Array.from({ length: conns }, async () => {
       const sock = await open(port);
-      await pipelineLines(sock, nextLine, batch);
+      await pipelineLines(sock, nextLine, { batch });
       sock.destroy();
     }),
   );

@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { lineBound } from '../services/protocol/limits.ts';
 import { createLogger } from '../services/shared/logger.ts';
-import { warmUpCommandPath, type WarmupOptions } from '../services/store/code-warmup.ts';
+import { ONE_AT_A_TIME_KEYS, warmUpCommandPath, type WarmupOptions } from '../services/store/code-warmup.ts';
+import { OneLineReads } from '../services/store/one-line-reads.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { metricSum } from './helpers/exposition.ts';
 import { startTestStore } from './helpers/store-harness.ts';
@@ -32,9 +33,13 @@ const untilHandles = (count: number): Promise<true> =>
 describe('the start-up warm-up', () => {
   it('has a scratch store answer every SET, GET and DELETE, and leaves no listener or socket behind', async () => {
     const before = tcpHandles();
+    const hold = vi.spyOn(OneLineReads.prototype, 'hold');
     const result = await warmUpCommandPath(options(1001, { maxValueBytes: 50 }));
     expect(result.error).toBeUndefined();
-    expect(result.commands).toBe(3 * 1001);
+    expect(result.commands).toBe(3 * 1001 + ONE_AT_A_TIME_KEYS);
+    // The GETs sent one at a time took the path of a one-command read (held to the turn's end).
+    expect(hold.mock.calls.length).toBeGreaterThanOrEqual(ONE_AT_A_TIME_KEYS);
+    hold.mockRestore();
     expect(result.ms).toBeGreaterThan(0);
     await untilHandles(before);
     expect(tcpHandles()).toBe(before);
@@ -65,7 +70,7 @@ describe('the start-up warm-up', () => {
   it('a warmed store starts empty, with its counters and metrics untouched, and says so in its ready line', async () => {
     const store = await startTestStore({ warmupKeys: 500 });
     const ready = store.logs.find((l) => l.msg === 'kvstore ready')!;
-    expect(ready).toMatchObject({ warmupCommands: 1500, keys: 0 });
+    expect(ready).toMatchObject({ warmupCommands: 3 * 500 + 500, keys: 0 });
     expect(ready.warmupMs).toBeGreaterThanOrEqual(0);
     const metrics = (await store.admin('/metrics')).body;
     for (const command of ['SET', 'GET', 'DELETE']) expect(metricSum(metrics, 'kvstore_commands_total', `command="${command}"`)).toBe(0);

@@ -1,13 +1,23 @@
 import type { Socket } from 'node:net';
 
+export interface PipelineOptions {
+  /** Lines per write. */
+  readonly batch: number;
+  /** Writes in flight: the next goes out once a batch's worth has been answered (default 2). */
+  readonly writesInFlight?: number;
+  /** Called for each reply. */
+  readonly onReply?: () => void;
+}
+
 /**
  * Sends protocol lines over a connected socket the way a pipelining client does: `batch`
- * lines per write, two writes in flight (the next goes out once one batch's worth has been
- * answered), and resolves once every line sent has its reply. A reply is one LF-terminated
- * line; they are counted, not read. For loads that need no reply's content: the store's
- * start-up warm-up, and the benches' loaders. Rejects if the socket fails or closes first.
+ * lines per write, `writesInFlight` writes in flight, and resolves once every line sent has
+ * its reply (`batch` 1 with one write in flight is a client that waits for each reply). A
+ * reply is one LF-terminated line; they are counted, not read. For loads that need no
+ * reply's content: the store's start-up warm-up, and the benches' loaders. Rejects if the
+ * socket fails or closes first.
  */
-export function pipelineLines(socket: Socket, nextLine: () => string | undefined, batch: number, onReply?: () => void): Promise<void> {
+export function pipelineLines(socket: Socket, nextLine: () => string | undefined, { batch, writesInFlight = 2, onReply }: PipelineOptions): Promise<void> {
   return new Promise((resolve, reject) => {
     let outstanding = 0;
     let more = true;
@@ -40,14 +50,13 @@ export function pipelineLines(socket: Socket, nextLine: () => string | undefined
         outstanding--;
         onReply?.();
       }
-      if (outstanding <= batch) send();
+      if (outstanding <= batch * (writesInFlight - 1)) send();
       if (outstanding === 0 && !more) done();
     }
     socket.on('data', onData);
     socket.on('error', done);
     socket.on('close', onClose);
-    send();
-    send();
+    for (let i = 0; i < writesInFlight; i++) send();
     if (outstanding === 0 && !more) done();
   });
 }

@@ -18,7 +18,8 @@ import { StoreServer } from './store-server.ts';
  * slices, and it showed as the store's worst round trips in the first ~200 ms of a load.
  *
  * So a scratch engine and server, made from the same classes with the same cap and policy,
- * serve SETs, GETs and DELETEs pipelined over two loopback connections first. V8's type
+ * serve SETs, GETs and DELETEs pipelined over two loopback connections first, and some
+ * GETs one at a time. V8's type
  * feedback and optimised code belong to the functions, not to the objects, so the real
  * engine and server start with them. The scratch engine is made before the real one on
  * purpose: V8 settles its objects' layout (their hidden class) on the scratch objects, and
@@ -31,8 +32,16 @@ import { StoreServer } from './store-server.ts';
  * the store then starts cold, as it did before.
  */
 
-/** Lines per write (two writes in flight per connection), as a pipelining client sends them. */
-const BATCH_LINES = 256;
+/** As a pipelining client sends lines: 256 per write, two writes in flight per connection. */
+const PIPELINED = { batch: 256, writesInFlight: 2 };
+/** As a client that waits for each reply does. */
+const ONE_AT_A_TIME = { batch: 1, writesInFlight: 1 };
+/**
+ * GETs sent one at a time, as a client that waits for each reply sends them: a read of one
+ * command takes a path of its own (held to the end of the turn, OneLineReads). Capped, as
+ * each is a round trip: 500 take ~30-40 ms.
+ */
+export const ONE_AT_A_TIME_KEYS = 500;
 const CONNECTIONS = 2;
 /** The longest a warm-up may take (20,000 keys take ~0.15 s): past it the store starts cold rather than late. */
 export const WARMUP_TIMEOUT_MS = 10_000;
@@ -55,7 +64,7 @@ export interface WarmupOptions {
 }
 
 export interface WarmupResult {
-  /** Commands the scratch store answered (3 × keys when it ran to the end). */
+  /** Commands the scratch store answered (3 × keys + min(keys, ONE_AT_A_TIME_KEYS) when it ran to the end). */
   readonly commands: number;
   readonly ms: number;
   /** Why it stopped early, when it did. */
@@ -98,16 +107,17 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
     const values = VALUE_SIZES.map((n) => 'w'.repeat(Math.min(n, options.maxValueBytes)));
     const key = (i: number): string => `warmup:${i}`;
     const phases = [
-      (i: number) => `SET ${key(i)} ${values[i % values.length]}\n`,
-      (i: number) => `GET ${key(i)}\n`,
-      (i: number) => `DELETE ${key(i)}\n`,
+      { line: (i: number) => `SET ${key(i)} ${values[i % values.length]}\n`, keys: options.keys, pipeline: PIPELINED },
+      { line: (i: number) => `GET ${key(i)}\n`, keys: options.keys, pipeline: PIPELINED },
+      { line: (i: number) => `GET ${key(i)}\n`, keys: Math.min(options.keys, ONE_AT_A_TIME_KEYS), pipeline: ONE_AT_A_TIME },
+      { line: (i: number) => `DELETE ${key(i)}\n`, keys: options.keys, pipeline: PIPELINED },
     ];
     const answered = (): void => void commands++;
-    for (const line of phases) {
+    for (const { line, keys, pipeline } of phases) {
       // The connections take the phase's lines in turn, each key's line once.
       let i = 0;
-      const next = (): string | undefined => (i < options.keys ? line(i++) : undefined);
-      await Promise.all(sockets.map((socket) => pipelineLines(socket, next, BATCH_LINES, answered)));
+      const next = (): string | undefined => (i < keys ? line(i++) : undefined);
+      await Promise.all(sockets.map((socket) => pipelineLines(socket, next, { ...pipeline, onReply: answered })));
     }
     return { commands, ms: performance.now() - started };
   } catch (err) {
