@@ -25,14 +25,14 @@ const RESUMING = 2;
 const HOLDING = 4;
 
 /**
- * Gives connections two hooks on the event loop: the end of the current turn (TurnEnd:
+ * Gives connections hooks on the event loop: the end of the current turn (TurnEnd:
  * setImmediate runs after the poll phase has read every ready socket, so replies go out
  * together, as Redis writes in beforeSleep, and a client with many connections is woken
  * once, not per reply) and a later turn, for a connection that used up its budget: it
  * continues only after the next poll phase has served everyone else.
  *
- * A third hook, at the same turn end, runs the reads of one command that connections
- * held for it (OneLineReads), between the hooks' before() and after().
+ * A third, at the same turn end: the reads of one command that connections held for it
+ * run there, together, between HeldReadsHooks' before() and after() (OneLineReads).
  *
  * It keeps its own lists rather than a TurnBatcher each: one turn end serves them all,
  * resumed work first, then the held reads, so their replies join those of the
