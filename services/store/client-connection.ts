@@ -112,7 +112,7 @@ export class ClientConnection implements TurnWork {
     });
     socket.on('drain', () => {
       this.#activeAt = performance.now();
-      this.#pump(this.#activeAt);
+      this.#pump(this.#activeAt, true);
     });
     // The client is done sending (half-close): answer everything it sent, then end.
     socket.on('end', () => this.shutdown());
@@ -184,7 +184,7 @@ export class ClientConnection implements TurnWork {
   }
 
   resumeTurn(): void {
-    this.#pump(performance.now());
+    this.#pump(performance.now(), true);
   }
 
   /**
@@ -193,32 +193,44 @@ export class ClientConnection implements TurnWork {
    */
   receive(buf: Buffer, n: number): void {
     this.#ctx.metrics.receivedBytes += n;
-    const now = performance.now();
-    this.#activeAt = now;
-    if (this.#state !== OPEN) return; // after QUIT, an over-long line or shutdown the rest is read and dropped
+    if (this.#state !== OPEN) {
+      this.#activeAt = performance.now();
+      return; // after QUIT, an over-long line or shutdown the rest is read and dropped
+    }
     const held = this.#ctx.runner.prefetch(buf, n, !this.#framer.hasUnframedInput);
     if (held !== null) {
       // A read of one command: run at the end of the turn, prefetched with the others'.
+      // It is active from then (runHeldRead): no timer, so no idle sweep, runs before.
       this.#framer.append(held);
       this.#ctx.turns.runHeldAtEndOfTurn(this);
       return;
     }
+    const now = performance.now();
+    this.#activeAt = now;
     this.#framer.append(buf.subarray(0, n));
-    this.#pump(now);
+    this.#pump(now, true);
     this.#framer.ownHeldInput();
   }
 
-  runHeldRead(): void {
-    this.#pump(performance.now());
+  /**
+   * `now`: one clock read for all the held reads of the turn, taken after their prefetch,
+   * from which the runner times their commands one after another (CommandRunner.startClock).
+   */
+  runHeldRead(now: number): void {
+    this.#activeAt = now;
+    this.#pump(now, false);
     // What is left of it (the reply bound was reached) is copied: the held copy is reused next turn.
     this.#framer.ownHeldInput();
   }
 
-  /** Runs held lines within the turn's budget and the reply bound; `now` is performance.now(). */
-  #pump(now: number): void {
+  /**
+   * Runs held lines within the turn's budget and the reply bound; `now` is performance.now().
+   * `startClock`: the first command's time runs from `now` (else from the last command's end).
+   */
+  #pump(now: number, startClock: boolean): void {
     if (this.#state >= CLOSING || this.socket.destroyed) return;
     if (this.#budget > 0 && this.#hasRoom()) {
-      this.#ctx.runner.startClock(now);
+      if (startClock) this.#ctx.runner.startClock(now);
       const sliceEndsAt = now + this.#ctx.turnSliceMs;
       let sliceSpent = false;
       // In runs of CLOCK_CHECK_LINES, reading the clock between them. A short run means the

@@ -60,9 +60,15 @@ export class CommandRunner {
     return null;
   }
 
-  /** Before the turn's held one-line reads run. */
-  prefetchHeld(): void {
+  /**
+   * Before the turn's held one-line reads run, one after another: prefetches their keys,
+   * and starts the command clock (returned) once for all of them.
+   */
+  prefetchHeld(): number {
     this.#oneLineReads.prefetch(this.#engine);
+    const now = performance.now();
+    this.startClock(now);
+    return now;
   }
 
   /** After they ran: the copies returned by prefetch() are no longer valid. */

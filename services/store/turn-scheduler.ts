@@ -6,16 +6,16 @@ export interface TurnWork {
   turnQueues: number;
   /** At the end of the turn it had work in: write the replies built during it. */
   endTurn(): void;
-  /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.prefetch). */
-  runHeldRead(): void;
+  /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.prefetch); `now` is what HeldReadsHooks.before() returned. */
+  runHeldRead(now: number): void;
   /** In a later turn: run the lines the per-turn budget held back. */
   resumeTurn(): void;
 }
 
 /** What is done around the held reads of a turn (the command runner's prefetch and the release of their copies). */
 export interface HeldReadsHooks {
-  /** Before the first one runs. */
-  before(): void;
+  /** Before the first one runs; returns performance.now() once it is done, the time they start at. */
+  before(): number;
   /** After the last one ran. */
   after(): void;
 }
@@ -63,10 +63,10 @@ export class TurnScheduler {
     if (this.#holding.length > 0) {
       const holding = this.#holding;
       this.#holding = [];
-      this.#heldReads.before();
+      const now = this.#heldReads.before();
       for (const w of holding) {
         w.turnQueues &= ~HOLDING;
-        w.runHeldRead(); // it joins #ending
+        w.runHeldRead(now); // it joins #ending
       }
       this.#heldReads.after();
     }
