@@ -235,8 +235,9 @@ export async function kvloadRun(binary: string, args: string[], started = armed(
  * kvload's prefill only (-L): a SET of every key of its keyspace, pipelined, then it exits.
  * For benches that need keys written by a client that is not the bottleneck.
  */
-export async function kvloadFill(binary: string, args: string[], started = armed(binary, [...args, '-L'])): Promise<{ command: string; seconds: number; errors: number }> {
-  const { command, r } = await kvloadJson(binary, [...args, '-L'], started);
+export async function kvloadFill(binary: string, args: string[], started?: ReturnType<typeof armed>): Promise<{ command: string; seconds: number; errors: number }> {
+  const fillArgs = [...args, '-L'];
+  const { command, r } = await kvloadJson(binary, fillArgs, started ?? armed(binary, fillArgs));
   return { command, seconds: r.prefill_secs!, errors: r.prefill_errors! };
 }
 

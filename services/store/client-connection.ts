@@ -197,7 +197,7 @@ export class ClientConnection implements TurnWork {
       this.#activeAt = performance.now();
       return; // after QUIT, an over-long line or shutdown the rest is read and dropped
     }
-    const held = this.#ctx.runner.prefetch(buf, n, !this.#framer.hasUnframedInput);
+    const held = this.#ctx.runner.prefetchOrHold(buf, n, !this.#framer.hasUnframedInput);
     if (held !== null) {
       // A read of one command: run at the end of the turn, prefetched with the others'.
       // It is active from then (runHeldRead): no timer, so no idle sweep, runs before.

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { pipelineLines } from '../client/line-pipeline.ts';
@@ -19,9 +20,8 @@ import { StoreServer } from './store-server.ts';
  *
  * So a scratch engine and server, made from the same classes with the same cap and policy,
  * serve SETs, GETs and DELETEs pipelined over two loopback connections first, and some
- * GETs one at a time. V8's type
- * feedback and optimised code belong to the functions, not to the objects, so the real
- * engine and server start with them. The scratch engine is made before the real one on
+ * GETs one at a time. V8's type feedback and optimised code belong to the functions, not
+ * to the objects, so the real engine and server start with them. The scratch engine is made before the real one on
  * purpose: V8 settles its objects' layout (their hidden class) on the scratch objects, and
  * the real ones are then made with the settled layout. Warmed after the real engine
  * existed, the same warm-up made the first seconds of a load worse (README, Benchmarks).
@@ -43,7 +43,7 @@ const ONE_AT_A_TIME = { batch: 1, writesInFlight: 1 };
  */
 export const ONE_AT_A_TIME_KEYS = 500;
 const CONNECTIONS = 2;
-/** The longest a warm-up may take (20,000 keys take ~0.15 s): past it the store starts cold rather than late. */
+/** The longest a warm-up may take (20,000 keys take ~0.2 s): past it the store starts cold rather than late. */
 export const WARMUP_TIMEOUT_MS = 10_000;
 /** Value sizes written in turn (bytes, at most MAX_VALUE_BYTES): small, typical, and one past the inline base64 bound. */
 const VALUE_SIZES = [16, 100, 100, 100, 700] as const;
@@ -79,9 +79,12 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
   let server: StoreServer | undefined;
   const sockets: Socket[] = [];
   let timedOut = false;
-  // Ending the connections makes the pipelines below fail, which ends the warm-up.
+  // Aborting a connect, or ending the connections, makes what waits on them below fail,
+  // which ends the warm-up.
+  const timeout = new AbortController();
   const timer = setTimeout(() => {
     timedOut = true;
+    timeout.abort();
     for (const socket of sockets) socket.destroy();
   }, options.timeoutMs ?? WARMUP_TIMEOUT_MS);
   try {
@@ -102,7 +105,7 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
     for (let i = 0; i < CONNECTIONS; i++) {
       const socket = connect({ port, host, noDelay: true });
       sockets.push(socket);
-      await connected(socket);
+      await once(socket, 'connect', { signal: timeout.signal });
     }
     const values = VALUE_SIZES.map((n) => 'w'.repeat(Math.min(n, options.maxValueBytes)));
     const key = (i: number): string => `warmup:${i}`;
@@ -130,17 +133,3 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
   }
 }
 
-/** Resolves when the socket connects; rejects if it fails or is closed first (the time-out). */
-function connected(socket: Socket): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
-    const onClose = (): void => reject(new Error('a warm-up connection closed before it opened'));
-    socket.once('connect', () => {
-      socket.off('error', onError);
-      socket.off('close', onClose);
-      resolve();
-    });
-    socket.once('error', onError);
-    socket.once('close', onClose);
-  });
-}

@@ -52,7 +52,7 @@ export class CommandRunner {
    * and the copy returned, to be run at the end of the turn (turn-scheduler.ts), after
    * prefetchHeld() has prefetched the turn's one-line reads together (OneLineReads).
    */
-  prefetch(buf: Buffer, n: number, mayHold: boolean): Buffer | null {
+  prefetchOrHold(buf: Buffer, n: number, mayHold: boolean): Buffer | null {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const count = scanKeys(buf, n, this.#keyStarts, this.#keyEnds);
     if (count > 1) this.#engine.prefetch(buf, this.#keyStarts, this.#keyEnds, count);
@@ -71,7 +71,7 @@ export class CommandRunner {
     return now;
   }
 
-  /** After they ran: the copies returned by prefetch() are no longer valid. */
+  /** After they ran: the copies returned by prefetchOrHold() are no longer valid. */
   releaseHeld(): void {
     this.#oneLineReads.release();
   }

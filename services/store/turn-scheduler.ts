@@ -6,7 +6,7 @@ export interface TurnWork {
   turnQueues: number;
   /** At the end of the turn it had work in: write the replies built during it. */
   endTurn(): void;
-  /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.prefetch); `now` is what HeldReadsHooks.before() returned. */
+  /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.prefetchOrHold); `now` is what HeldReadsHooks.before() returned. */
   runHeldRead(now: number): void;
   /** In a later turn: run the lines the per-turn budget held back. */
   resumeTurn(): void;
