@@ -4,11 +4,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue, type Exposition } from './helpers/exposition.ts';
 import { LineClient } from './helpers/line-client.ts';
-import { freePort, startServiceProcess, storeScript } from './helpers/service-process.ts';
+import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { BACKGROUND_NICE } from '../services/store/background-thread-priority.ts';
 import { BALLAST_STEP_BYTES } from '../services/store/gc-ballast.ts';
 import { FOOTPRINT_FACTOR } from '../services/store/kv-engine.ts';
+import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/malloc-tuning.ts';
 
 afterEach(destroyAll);
 
@@ -320,6 +321,27 @@ describe('main.ts', () => {
     expect(await c.request('SET k v')).toBe('OK');
     expect(await proc.stop('SIGTERM')).toBe(0);
     await c.closed;
+  });
+
+  it('runs with glibc\'s mmap threshold fixed: the process replaces itself, keeping its PID, when its environment lacks it', async () => {
+    const env = (tunables: string) => ({ STORE_PORT: '0', STORE_METRICS_PORT: '0', GLIBC_TUNABLES: tunables });
+    const ready = (p: ServiceProcess) => p.logs.find((l) => l.msg === 'kvstore ready')!;
+    const bare = await startServiceProcess(storeScript, env('glibc.malloc.arena_max=2'), 'kvstore ready');
+    track({ destroy: () => bare.child.kill('SIGKILL') });
+    const own = await startServiceProcess(storeScript, env('glibc.malloc.mmap_threshold=131072'), 'kvstore ready');
+    track({ destroy: () => own.child.kill('SIGKILL') });
+    if (mallocMmapThreshold({ GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${MMAP_THRESHOLD_BYTES}` }) === null) {
+      expect(ready(bare).mallocMmapThreshold).toBeNull(); // not glibc: nothing to fix
+    } else {
+      // The child spawned without the threshold logged its ready line (on the same stdout: exec
+      // keeps the PID and its pipes) with the threshold added to the tunables it was given.
+      expect(ready(bare).mallocMmapThreshold).toBe(MMAP_THRESHOLD_BYTES);
+      expect(readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').split('\0').some((arg) => arg.endsWith(storeScript))).toBe(true);
+      // A threshold the operator set is kept.
+      expect(ready(own).mallocMmapThreshold).toBe(131072);
+    }
+    expect(await bare.stop('SIGTERM')).toBe(0);
+    expect(await own.stop('SIGTERM')).toBe(0);
   });
 
   it('exits 0 on SIGINT', async () => {

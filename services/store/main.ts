@@ -1,3 +1,5 @@
+// First: the process may replace itself with a fixed malloc threshold (malloc-tuning.ts).
+import './with-malloc-threshold.ts';
 import { setFlagsFromString } from 'node:v8';
 import { loadStoreConfig } from '../shared/config.ts';
 import { runService } from '../shared/run-service.ts';

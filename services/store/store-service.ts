@@ -17,6 +17,7 @@ import { KvEngine } from './kv-engine.ts';
 import type { SnapshotFileSystem } from './snapshot-file.ts';
 import { createSnapshotMetrics } from './snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './store-snapshots.ts';
+import { mallocMmapThreshold } from './malloc-tuning.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './store-server.ts';
 
@@ -198,6 +199,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       keys: engine.keyCount,
       warmupCommands: warmup.commands,
       warmupMs: Math.round(warmup.ms),
+      mallocMmapThreshold: mallocMmapThreshold(),
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
     },
