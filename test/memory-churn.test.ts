@@ -5,6 +5,7 @@
 // that an idle store never ran, and malloc kept the holes). Bounded by a command count.
 import { describe, expect, it } from 'vitest';
 import { formatChurnReport, runMemoryChurn } from '../bench/memory-churn.ts';
+import { arenaEmptyBytes, arenaPageTarget } from '../services/store/record-arena.ts';
 
 const MiB = 1024 * 1024;
 /** README, "Limits and security": RSS within 1.5 × MAX_MEMORY_BYTES + this. */
@@ -34,7 +35,7 @@ describe('store memory under a churn of mixed value sizes', () => {
     const arenaEnd = report.arenaEndOfChurnBytes!;
     const arenaAfter = report.arenaAfterDeleteBytes!;
     expect(arenaEnd).toBeGreaterThan(0.9 * cap); // the churn filled the cap
-    expect(arenaAfter).toBeLessThan(8 * MiB); // at most a spare step per size class
+    expect(arenaAfter).toBeLessThanOrEqual(arenaEmptyBytes(arenaPageTarget(cap))); // at most a spare page per size class
     // Most of what the arena gave back left the process's resident memory at once.
     expect(report.rssEndOfChurnBytes - report.rssAfterDeleteBytes).toBeGreaterThan(0.5 * (arenaEnd - arenaAfter));
   });

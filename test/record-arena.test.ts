@@ -3,7 +3,7 @@
 // that footprint under its limit by evicting (lru) or refusing (noeviction).
 import { afterEach, describe, expect, it } from 'vitest';
 import { KvEngine } from '../services/store/kv-engine.ts';
-import { arenaSlackBytes, LARGE_RECORD_BYTES, RecordArena, STEP_BYTES } from '../services/store/record-arena.ts';
+import { arenaEmptyBytes, arenaPageTarget, arenaSlackBytes, LARGE_RECORD_BYTES, MIN_PAGE_TARGET, RecordArena } from '../services/store/record-arena.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue } from './helpers/exposition.ts';
 import { startTestStore } from './helpers/store-harness.ts';
@@ -88,15 +88,19 @@ describe('record arena', () => {
     const full = h.arena.footprintBytes;
     expect(full - empty).toBeGreaterThan(40e6);
     const externalFull = process.memoryUsage().external;
-    const largeRegion = h.arena.classes[h.arena.large]!.pages[0]!;
+    const largeRecord = h.arena.classes[h.arena.large]!.pages[0]!;
+    const firstPages = [h.arena.classOf(200), h.arena.classOf(9000)].map((cls) => h.arena.classes[cls]!.pages[0]!);
+    const lastPages = [h.arena.classOf(200), h.arena.classOf(9000)].map((cls) => h.arena.classes[cls]!.pages.at(-1)!);
 
     for (const owner of owners) h.remove(owner);
     h.verify();
-    // What stays is at most a spare step per class used; the large records' regions are unmapped.
-    const spareSteps = h.arena.classes[h.arena.classOf(200)]!.step + h.arena.classes[h.arena.classOf(9000)]!.step;
-    expect(h.arena.pageBytes).toBeLessThanOrEqual(spareSteps);
-    expect(h.arena.footprintBytes - empty).toBeLessThan(spareSteps + 4096); // owner arrays shrink back too
-    expect((largeRegion.buffer as ArrayBuffer).detached).toBe(true);
+    // What stays is at most a spare page per class used; the other pages and the large records' buffers are unmapped.
+    const sparePages = h.arena.classes[h.arena.classOf(200)]!.pageBytes + h.arena.classes[h.arena.classOf(9000)]!.pageBytes;
+    expect(h.arena.pageBytes).toBeLessThanOrEqual(sparePages);
+    expect(h.arena.footprintBytes - empty).toBeLessThan(sparePages + 4096); // owner arrays shrink back too
+    expect((largeRecord.buffer as ArrayBuffer).detached).toBe(true);
+    expect(lastPages.map((p) => (p.buffer as ArrayBuffer).detached)).toEqual([true, true]);
+    expect(firstPages.map((p) => (p.buffer as ArrayBuffer).detached)).toEqual([false, false]); // the spares
     // Memory outside the heap dropped by what was freed, though no collection was asked for.
     expect(externalFull - process.memoryUsage().external).toBeGreaterThan(0.95 * (full - empty));
   });
@@ -126,17 +130,53 @@ describe('record arena', () => {
     }
   });
 
-  it('keeps one spare step, so a SET/DELETE at a step edge does not resize each time', () => {
+  it('keeps one spare page, so a SET/DELETE at a page edge does not map and unmap each time', () => {
     const h = new Holder();
-    const perStep = Math.floor(STEP_BYTES / 64);
-    const owners = Array.from({ length: perStep }, () => h.add(64)); // exactly one full step
+    const c = h.arena.classes[h.arena.classOf(64)]!;
+    const owners = Array.from({ length: c.perPage }, () => h.add(64)); // exactly one full page
     const held = h.arena.pageBytes;
+    expect(held).toBe(c.pageBytes);
+    const second: Buffer[] = [];
     for (let i = 0; i < 1000; i++) {
-      h.remove(h.add(64)); // crosses into a second step and back
-      expect(h.arena.pageBytes).toBe(held + STEP_BYTES);
+      h.remove(h.add(64)); // crosses into a second page and back
+      expect(h.arena.pageBytes).toBe(held + c.pageBytes);
+      second.push(c.pages[1]!);
     }
+    expect(second.every((p) => p === second[0])).toBe(true); // the same page all along
+    // Half a page below the spare's start, the spare goes.
+    const half = (c.perPage + 1) >> 1;
+    for (let i = 0; i < half - 1; i++) h.remove(owners.pop()!);
+    expect(h.arena.pageBytes).toBe(held + c.pageBytes);
+    h.remove(owners.pop()!);
+    expect(h.arena.pageBytes).toBe(held);
+    expect((second[0]!.buffer as ArrayBuffer).detached).toBe(true);
     for (const o of owners) h.remove(o);
     h.verify();
+  });
+
+  it('pages hold a power of two chunks, at least the page target: about 8,192 pages fill the arena, from 64 KiB to 4 MiB', () => {
+    expect(arenaPageTarget(1)).toBe(MIN_PAGE_TARGET);
+    expect(arenaPageTarget(256 * 2 ** 20)).toBe(64 * 1024);
+    expect(arenaPageTarget(2 ** 30)).toBe(128 * 1024);
+    expect(arenaPageTarget(2 ** 30 + 1)).toBe(256 * 1024);
+    expect(arenaPageTarget(2 ** 40)).toBe(4 * 2 ** 20);
+    for (const target of [MIN_PAGE_TARGET, 2 ** 20]) {
+      const arena = new RecordArena(2 ** 30, { pageTarget: target });
+      for (const c of arena.classes.slice(0, arena.large)) {
+        expect(c.perPage).toBe(1 << c.shift);
+        expect(c.pageBytes).toBe(c.size * c.perPage);
+        expect(c.pageBytes).toBeGreaterThanOrEqual(target);
+        expect(c.pageBytes).toBeLessThan(2 * target + 1); // the smallest power of two chunks that reaches it
+        if (c.perPage > 1) expect(c.pageBytes / 2).toBeLessThan(target);
+      }
+      // The slack bound is what the classes hold unused at most: a page and a half each (two one-chunk pages).
+      const slack = arena.classes.slice(0, arena.large).reduce((sum, c) => sum + (c.perPage + ((c.perPage + 1) >> 1)) * c.size, 0);
+      expect(arenaSlackBytes(target)).toBe(slack);
+      expect(arenaEmptyBytes(target)).toBe(arena.classes.slice(0, arena.large).reduce((sum, c) => sum + c.pageBytes, 0));
+    }
+    expect(() => new RecordArena(2 ** 30, { pageTarget: MIN_PAGE_TARGET - 1 })).toThrow(/pageTarget/);
+    // The default cap's figure, which the README gives.
+    expect(arenaSlackBytes(arenaPageTarget(256 * 2 ** 20)) / 2 ** 20).toBeCloseTo(20, -1);
   });
 });
 
@@ -158,21 +198,22 @@ describe('record arena address space', () => {
 
 describe('engine footprint limit', () => {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
-  const cap = 4 * 1024 * 1024;
+  // Large enough that the arena's slack (about 20 MiB at this page target) leaves tiny values binding on the footprint first.
+  const cap = 32 * 1024 * 1024;
 
   it('under lru, tiny values evict on the footprint before USAGE reaches the cap, and the footprint never passes its limit', () => {
     const engine = new KvEngine({ maxMemoryBytes: cap, evictionPolicy: 'lru' });
-    expect(engine.footprintLimitBytes).toBe(1.25 * cap + arenaSlackBytes() + (1 << 20));
+    expect(engine.footprintLimitBytes).toBe(1.25 * cap + arenaSlackBytes(arenaPageTarget(cap)) + (1 << 20));
     const value = b64('x');
-    for (let i = 0; i < 400_000; i++) {
+    for (let i = 0; i < 1_500_000; i++) {
       expect(engine.set(`k${i}`, value)).toBe('ok');
-      if (i % 50_000 === 0) expect(engine.footprintBytes).toBeLessThanOrEqual(engine.footprintLimitBytes);
+      if (i % 100_000 === 0) expect(engine.footprintBytes).toBeLessThanOrEqual(engine.footprintLimitBytes);
     }
     engine.verifyInvariants(); // includes footprint <= limit
     expect(engine.footprintEvictions).toBeGreaterThan(0);
     expect(engine.evictions).toBeGreaterThanOrEqual(engine.footprintEvictions);
     expect(engine.usageBytes).toBeLessThan(cap / 2); // ~9 bytes of data per ~60 bytes held
-    expect(engine.get('k399999')).toBe(value); // the newest keys stay
+    expect(engine.get('k1499999')).toBe(value); // the newest keys stay
   });
 
   it('under noeviction, a SET that would pass the footprint limit is refused and changes nothing; deleting makes room', () => {
@@ -206,7 +247,7 @@ describe('engine footprint limit', () => {
     for (let k = 0; k < keys; k++) engine.delete(`key${k}`);
     engine.verifyInvariants();
     expect(engine.keyCount).toBe(0);
-    expect(engine.arenaBytes).toBeLessThanOrEqual(arenaSlackBytes() / 2 + 64 * 1024); // one spare step per class at most
+    expect(engine.arenaBytes).toBeLessThanOrEqual(arenaEmptyBytes(arenaPageTarget(cap))); // one spare page per class at most
   });
 });
 

@@ -332,10 +332,13 @@ describe('main.ts', () => {
     track({ destroy: () => own.child.kill('SIGKILL') });
     if (mallocMmapThreshold({ GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${MMAP_THRESHOLD_BYTES}` }) === null) {
       expect(ready(bare).mallocMmapThreshold).toBeNull(); // not glibc: nothing to fix
+      expect(ready(bare).arenaPagesThreaded).toBe(false);
     } else {
       // The child spawned without the threshold logged its ready line (on the same stdout: exec
       // keeps the PID and its pipes) with the threshold added to the tunables it was given.
       expect(ready(bare).mallocMmapThreshold).toBe(MMAP_THRESHOLD_BYTES);
+      // With the threshold, the record arena's pages come from a thread of their own (page-source.ts).
+      expect(ready(bare).arenaPagesThreaded).toBe(true);
       expect(readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').split('\0').some((arg) => arg.endsWith(storeScript))).toBe(true);
       // A threshold the operator set is kept.
       expect(ready(own).mallocMmapThreshold).toBe(131072);

@@ -74,12 +74,13 @@ const VALUE_PREFIX = Buffer.from(`${REPLY_WORDS.value} `, 'latin1');
 /**
  * Values up to this many bytes are encoded here, straight into the reply; longer ones by
  * Node (a string from base64Slice, copied in with latin1Write). Node's two native calls
- * cost about 90 ns whatever the length; this loop about 2 ns a byte, read from the
- * arena's resizable regions: 34 against 94 ns for 16 bytes, 77 against 105 for 48, even
- * at 64, slower beyond. With 10-byte values this took the store from 0.81-0.91x to
- * 0.90-0.99x Redis at pipeline depth 16 (three alternating rounds).
+ * cost about 100 ns whatever the length; this loop under 1 ns a byte, read from the store's
+ * pages (plain buffers: record-arena.ts): 39 against 97 ns for 48 bytes, 81 against 108 for
+ * 100, 102 against 111 for 128, slower beyond (147 against 118 for 192). From a view over
+ * a resizable buffer the same loop took twice as long (174 ns for 100 bytes), which is why
+ * the bound was 48 when the pages were such views.
  */
-export const INLINE_BASE64_MAX_BYTES = 48;
+export const INLINE_BASE64_MAX_BYTES = 128;
 const BASE64_ALPHABET = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1');
 const BASE64_PAD = 0x3d; // =
 /** The two characters of each 12-bit group: the first in the low byte. */

@@ -6,7 +6,7 @@ export const NATIVE_COPY_BYTES = 64;
 
 /**
  * Copies src[from, to) to dst at `at` and returns the end. No view is made: a subarray
- * per copy (of an arena region, a resizable buffer) lands in V8's old space, and copies
+ * per copy (of an arena page) lands in V8's old space, and copies
  * made per record would start full collections.
  */
 export function copyBytes(src: Buffer, from: number, to: number, dst: Buffer, at: number): number {

@@ -4,7 +4,8 @@ import { performance } from 'node:perf_hooks';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
-import { arenaSlackBytes, RecordArena } from './record-arena.ts';
+import type { PageSource } from './page-source.ts';
+import { arenaPageTarget, arenaSlackBytes, RecordArena } from './record-arena.ts';
 import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueLocation } from './store-engine.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
@@ -88,6 +89,8 @@ export interface KvEngineOptions {
    * that much each; the ballast's account, which the invariant check compares, is kept either way.
    */
   gcBallast?: boolean;
+  /** Where the record arena's pages are allocated (default this thread's malloc; the store passes a ThreadPageSource: see page-source.ts). */
+  pageSource?: PageSource;
 }
 
 /** Where the hash table is: its size, and while it is being resized, how far the move has got. */
@@ -320,10 +323,11 @@ export class KvEngine implements StoreEngine {
     this.#floorBuckets = minBuckets;
     this.#rehashStepBuckets = rehashStepBuckets;
     // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
-    this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes() + (1 << 20);
+    const pageTarget = arenaPageTarget(maxMemoryBytes);
+    this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes(pageTarget) + (1 << 20);
     // The footprint limit bounds all the engine's arrays, so it is all the ballast needs to cover.
     this.#ballast = new GcBallast(options.gcBallast === true ? this.footprintLimitBytes : 0);
-    this.#arena = new RecordArena(this.footprintLimitBytes, this.#ballast);
+    this.#arena = new RecordArena(this.footprintLimitBytes, { ballast: this.#ballast, pageTarget, pageSource: options.pageSource });
     this.#buckets = this.#newTable(minBuckets);
     this.#bucketMask = minBuckets - 1;
     // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
@@ -433,8 +437,9 @@ export class KvEngine implements StoreEngine {
       const c = classes[(slots[o + META]! >>> CLS_SHIFT) & 0xff]!;
       // A large record's own page is left alone; a record's lines are touched up to 256 bytes.
       if (c.size > 0) {
-        const page = c.pages[0]!;
-        const at = slots[o + CHUNK]! * c.size;
+        const chunk = slots[o + CHUNK]!;
+        const page = c.pages[chunk >>> c.shift]!;
+        const at = (chunk & c.mask) * c.size;
         const last = at + Math.min(c.size, PREFETCH_RECORD_BYTES) - 1;
         for (let b = at; b < last; b += CACHE_LINE_BYTES) sink ^= page[b]!;
         sink ^= page[last]!;

@@ -11,52 +11,68 @@
 // 4 bytes up to 256 (the rounding of a 100-byte value with its key costs at most 3 bytes,
 // where steps of 8 cost up to 7: 4 bytes per key on average, measured as 169 against 165 B
 // of RSS per key for 1,000,000 keys of 100-byte values), then steps of about 6% up to
-// LARGE_RECORD_BYTES. A class holds its
-// records densely, as chunks 0..count-1 of one region: chunk i is at byte i * size.
-// Freeing chunk i moves the class's last chunk into its place (one copy of at most
-// LARGE_RECORD_BYTES), so a class never has holes and needs no compaction.
+// LARGE_RECORD_BYTES. A class holds its records densely, as chunks 0..count-1: chunk i is
+// in page i >> shift, at byte (i & mask) * size. Freeing chunk i moves the class's last
+// chunk into its place (one copy of at most LARGE_RECORD_BYTES), so a class never has
+// holes and needs no compaction.
 //
-// Memory. A class's region is a resizable ArrayBuffer: V8 reserves address space for it
-// once (no memory) and commits or decommits pages as it grows and shrinks, in steps of
-// max(STEP_BYTES, two chunks). A class grows by one step when full and shrinks when two
-// steps are unused, keeping one (so a SET/DELETE at a step edge does not resize each time;
-// with one-chunk steps, a churn of 1 B to 64 KiB values resized a region on 58% of
-// commands, with two-chunk steps on 21%).
-// Decommitted pages leave RSS at once, without the garbage collector, and without
-// malloc: Buffers from malloc leave holes in its heap that it keeps (measured: RSS stayed
-// at 270 MiB with no key left, after a churn of 1 B to 64 KiB values under a 64 MiB cap).
+// Memory. A page is a plain ArrayBuffer of a power of two chunks, at least the arena's page
+// target (64 KiB to 4 MiB, by the cap: see arenaPageTarget). Plain, not resizable: V8 loads
+// from a view over a resizable buffer about twice as slowly (it re-checks the length), and
+// the records are read on every GET: with plain pages a GET's value is encoded to base64 in
+// JavaScript up to 128 bytes (services/protocol/replies.ts), and the store ran 1.06 times
+// as fast at pipeline depth 16 (median of 16 alternating rounds). Node allocates a page
+// with malloc; the store runs with glibc's mmap threshold fixed below the smallest page
+// (malloc-tuning.ts), so each page is mapped on its own, its memory committed as records
+// fill it, and unmapped the moment it is freed, without the garbage collector and without
+// malloc keeping holes. A class takes a page when its pages are full and gives its last one
+// back once a page and a half is unused, keeping one spare (so a SET/DELETE at a page edge
+// does not map and unmap each time). The page target bounds how many mappings the arena
+// makes (about 8,000 at the cap), which the kernel limits (vm.max_map_count, 65,530 by
+// default), and what a class holds unused (under 1.5 pages).
 //
-// Records larger than LARGE_RECORD_BYTES get a region of exactly their size each (class
+// Records larger than LARGE_RECORD_BYTES get a buffer of exactly their size each (class
 // LARGE), freed (detached, which unmaps it) when the record goes; freeing one moves the
-// last region reference instead of copying bytes.
+// last buffer reference instead of copying bytes.
 //
-// Memory held is therefore the live records, their rounding (at most ~6%, or 7 bytes),
-// and at most two steps per class in use: footprintBytes, which the engine holds under a
-// limit derived from its memory cap.
+// Memory held is therefore the live records, their rounding (at most ~6%, or 3 bytes),
+// and under 1.5 pages per class in use (arenaSlackBytes): footprintBytes, which the engine
+// holds under a limit derived from its memory cap.
 //
 // The arena knows nothing of keys. Each chunk records its owner (the engine's slot
 // number); when a free moves a chunk, `free` returns the owner of the moved chunk so the
-// engine can update where that entry lives. No region is ever handed out of the arena (the
+// engine can update where that entry lives. No page is ever handed out of the arena (the
 // engine copies bytes out, or makes a string of them), so nothing else holds a view of one.
 
 import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
 import { GcBallast } from './gc-ballast.ts';
+import { MMAP_THRESHOLD_BYTES } from './malloc-tuning.ts';
+import { THIS_THREAD_PAGES, type PageSource } from './page-source.ts';
 
-/** Smallest growth step of a class's region (a multiple of the OS page size). */
-export const STEP_BYTES = 16 * 1024;
-/** Records above this get a region of their own, of exactly their size. */
+/** Records above this get a buffer of their own, of exactly their size. */
 export const LARGE_RECORD_BYTES = 64 * 1024;
-/** Most address space one class reserves; its region never grows past it. */
-const MAX_REGION_BYTES = 2 ** 36;
+/** Bounds of the page target (see arenaPageTarget); the smallest is malloc-tuning.ts's threshold. */
+export const MIN_PAGE_TARGET = MMAP_THRESHOLD_BYTES;
+const MAX_PAGE_TARGET = 4 * 1024 * 1024;
+/** Pages a full arena is made of, about (the target is the arena's bytes over this). */
+const PAGES_AT_CAP = 8192;
 const OS_PAGE = 4096;
 
 const roundUp = (n: number, to: number): number => Math.ceil(n / to) * to;
 
-// Reading or writing a byte of a view over a resizable buffer costs V8 ~3 times a plain
-// Buffer's (it re-checks the buffer's length every time): measured 33-45 ns against 11 ns
-// to compare a 16-byte key. The hot paths (comparing a key, writing a short record) go
-// through an Int32Array over the same memory instead, 4 bytes per access: 14-17 ns.
-// Records start at multiples of 4, so words are aligned; word order is the platform's.
+/**
+ * The smallest page for an arena of `maxBytes`: about maxBytes / 8192, a power of two
+ * from 64 KiB to 4 MiB. So the arena makes about 8,000 mappings when full (far under the
+ * kernel's 65,530) whatever the cap, and a small cap keeps small pages.
+ */
+export function arenaPageTarget(maxBytes: number): number {
+  let target = MIN_PAGE_TARGET;
+  while (target < MAX_PAGE_TARGET && target * PAGES_AT_CAP < maxBytes) target *= 2;
+  return target;
+}
+
+// Records start at multiples of 4, so they can be read and written as aligned 32-bit
+// words, a quarter of the loads; word order is the platform's.
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 const INITIAL_OWNERS = 16;
@@ -67,16 +83,17 @@ const OWNER_GROWTH = 65_536;
 const ownersAfterGrowth = (cap: number, max: number): number => Math.min(max, cap < OWNER_GROWTH ? cap * 2 : cap + OWNER_GROWTH);
 
 export class SizeClass {
-  /** Chunk size in bytes; 0 for the class of large records (each its own region). */
+  /** Chunk size in bytes; 0 for the class of large records (each its own buffer). */
   readonly size: number;
-  /** Chunk i is in pages[i >>> shift] at byte (i & mask) * size: one region for a size class, one per record for LARGE. */
+  /** Chunk i is in pages[i >>> shift] at byte (i & mask) * size: pages of 2^shift chunks for a size class, one per record for LARGE. */
   readonly shift: number;
   readonly mask: number;
+  /** Chunks a page holds (1 << shift), and its bytes; 1 and 0 for LARGE. */
+  readonly perPage: number;
+  readonly pageBytes: number;
   readonly pages: Buffer[] = [];
   /** The same memory as pages, as 32-bit words (see LITTLE_ENDIAN above). */
   readonly words: Int32Array[] = [];
-  /** Bytes a region grows or shrinks by. */
-  readonly step: number;
   /** Chunks in use: 0..count-1. */
   count = 0;
   /**
@@ -96,17 +113,16 @@ export class SizeClass {
   readonly owners: Int32Array;
   /** owners.length, kept here: a resizable buffer's length is slower to read. */
   ownerCap = INITIAL_OWNERS;
-  /** The resizable buffer behind pages[0] (size classes only, once used). */
-  region: ArrayBuffer | undefined;
-  /** region.byteLength, kept here: a resizable buffer's length is slower to read. */
-  committed = 0;
 
-  /** `maxBytes`: the most the arena holds (see RecordArena). */
-  constructor(size: number, maxBytes: number) {
+  /** `maxBytes`: the most the arena holds (see RecordArena); `pageTarget`: its smallest page. */
+  constructor(size: number, maxBytes: number, pageTarget: number) {
     this.size = size;
-    this.shift = size > 0 ? 31 : 0;
-    this.mask = size > 0 ? 0x7fffffff : 0;
-    this.step = size > 0 ? Math.max(STEP_BYTES, roundUp(2 * size, OS_PAGE)) : 0;
+    let shift = 0;
+    if (size > 0) while (size << shift < pageTarget) shift++;
+    this.shift = shift;
+    this.mask = (1 << shift) - 1;
+    this.perPage = 1 << shift;
+    this.pageBytes = size << shift;
     // A large record takes more than LARGE_RECORD_BYTES. Twice that, for headroom: an
     // overwrite holds its old chunk and its new one for a moment.
     const chunks = Math.ceil(maxBytes / (size > 0 ? size : LARGE_RECORD_BYTES));
@@ -115,12 +131,12 @@ export class SizeClass {
     this.owners = new Int32Array(this.ownerRegion);
   }
 
-  /** The region holding chunk i. */
+  /** The page holding chunk i. */
   pageOf(i: number): Buffer {
     return this.pages[i >>> this.shift]!;
   }
 
-  /** Where chunk i starts in its region. */
+  /** Where chunk i starts in its page. */
   offsetOf(i: number): number {
     return (i & this.mask) * this.size;
   }
@@ -160,9 +176,14 @@ export class SizeClass {
     for (; k < end; k++) page[at++] = src[k]!;
   }
 
-  /** Bytes committed for this class's records. */
-  get committedBytes(): number {
-    return this.size > 0 ? this.committed : this.pages.reduce((sum, p) => sum + p.length, 0);
+  /** Bytes this class holds for its records. */
+  get heldBytes(): number {
+    return this.size > 0 ? this.pages.length * this.pageBytes : this.pages.reduce((sum, p) => sum + largeBytes(p.length), 0);
+  }
+
+  /** Whether the last page can go: a page and a half unused (a page for one-chunk pages) leaves one spare. */
+  get lastPageSpare(): boolean {
+    return this.pages.length * this.perPage - this.count >= this.perPage + ((this.perPage + 1) >> 1);
   }
 }
 
@@ -180,32 +201,52 @@ function classSizes(): number[] {
 }
 let cachedSizes: number[] | undefined;
 
-/** Most bytes the arena holds that no record uses: two steps (one partly used, one spare) per size class. */
-export function arenaSlackBytes(): number {
-  return classSizes().reduce((sum, s) => sum + 2 * Math.max(STEP_BYTES, roundUp(2 * s, OS_PAGE)), 0);
+/** Bytes of a page of class `size` for an arena of that page target. */
+const pageBytesOf = (size: number, pageTarget: number): number => {
+  let bytes = size;
+  while (bytes < pageTarget) bytes *= 2;
+  return bytes;
+};
+
+/**
+ * Most bytes an arena with this page target holds that no record uses: under a page and a
+ * half per size class (the last page partly used, and a spare), so 1.5 pages (2 for
+ * one-chunk pages). For the default 256 MiB cap, about 20 MiB.
+ */
+export function arenaSlackBytes(pageTarget: number): number {
+  return classSizes().reduce((sum, s) => {
+    const page = pageBytesOf(s, pageTarget);
+    const perPage = page / s;
+    return sum + (perPage + ((perPage + 1) >> 1)) * s;
+  }, 0);
 }
 
-/** A fresh region of exactly `bytes` bytes (at least 1), outside malloc's heap (a resizable buffer is reserved and committed by pages). */
-function exactRegion(bytes: number): Buffer {
-  return bufferOver(new ArrayBuffer(Math.max(1, bytes), { maxByteLength: Math.max(1, bytes) }));
+/** Most bytes an arena with this page target holds once every record has left: a spare page per size class. */
+export function arenaEmptyBytes(pageTarget: number): number {
+  return classSizes().reduce((sum, s) => sum + pageBytesOf(s, pageTarget), 0);
 }
 
 /**
- * A Buffer over the whole of a resizable ArrayBuffer, tracking its length as it is
- * resized. Not Buffer.from(region): V8 (Node 24) gives every instance of a Uint8Array
- * subclass (Buffer's FastBuffer) made over a resizable buffer a hidden class of its own, so
- * each size class's page had its own, and a load that saw the pages of five classes went
- * megamorphic. That was ~11% of the store's time at pipeline depth 16, and ~6% less
- * throughput, once values of a few sizes had been stored (test/record-arena-maps.test.ts).
- * A plain Uint8Array over it, given Buffer's prototype, shares one hidden class with
- * every other page.
+ * A buffer from `source` as a Buffer: a Uint8Array given Buffer's prototype, like every
+ * other page, so that the loads that see pages of several classes see one hidden class
+ * (test/record-arena-maps.test.ts). Its memory is mapped on its own (page-source.ts),
+ * committed as it is written, and unmapped by detaching it (release).
  */
-function bufferOver(region: ArrayBuffer): Buffer {
-  return Object.setPrototypeOf(new Uint8Array(region), Buffer.prototype) as Buffer;
+function newPage(source: PageSource, bytes: number): Buffer {
+  return Object.setPrototypeOf(new Uint8Array(source.alloc(bytes)), Buffer.prototype) as Buffer;
 }
 
-/** What a large record of `bytes` bytes costs: its own region, in whole OS pages. */
-const largeRegionBytes = (bytes: number): number => roundUp(Math.max(1, bytes), OS_PAGE);
+/** Gives a page's memory back now, not at the next collection. */
+const release = (page: Buffer): void => void (page.buffer as ArrayBuffer).transfer(0);
+
+/** What a large record of `bytes` bytes costs: its own buffer, in whole OS pages. */
+const largeBytes = (bytes: number): number => roundUp(Math.max(1, bytes), OS_PAGE);
+
+export interface RecordArenaOptions {
+  readonly ballast?: GcBallast;
+  readonly pageTarget?: number;
+  readonly pageSource?: PageSource;
+}
 
 export class RecordArena {
   readonly classes: readonly SizeClass[];
@@ -213,23 +254,29 @@ export class RecordArena {
   readonly large: number;
   /** Class of a record of n bytes (n <= LARGE_RECORD_BYTES), at (n + 3) >> 2. */
   readonly #classBy4: Uint8Array;
-  /** Bytes committed for records (what the records cost in memory). */
+  /** Bytes of pages and large records (what the records cost in memory). */
   #pageBytes = 0;
   /** Bytes of the classes' owner arrays. */
   #ownerBytes = 0;
-  /** Address space each class's region reserves. */
-  readonly #regionBytes: number;
-  /** Told of every byte the arena commits or gives back (see gc-ballast.ts). */
+  /** Told of every byte the arena takes or gives back (see gc-ballast.ts). */
   readonly #ballast: GcBallast;
+  readonly #pageSource: PageSource;
 
   /**
    * `maxBytes`: the most the arena will ever hold (the engine's footprint limit); sizes the
-   * reservations. `ballast`: the engine's, if it has one.
+   * owner reservations. `ballast`: the engine's, if it has one. `pageTarget`: the smallest
+   * page (default arenaPageTarget(maxBytes); the engine's is that of its cap). `pageSource`:
+   * where pages and large records are allocated (default this thread's malloc).
    */
-  constructor(maxBytes: number = MAX_REGION_BYTES, ballast: GcBallast = new GcBallast(0)) {
+  constructor(
+    maxBytes: number = 2 ** 36,
+    { ballast = new GcBallast(0), pageTarget = arenaPageTarget(maxBytes), pageSource = THIS_THREAD_PAGES }: RecordArenaOptions = {},
+  ) {
+    this.#pageSource = pageSource;
+    if (!Number.isSafeInteger(pageTarget) || pageTarget < MIN_PAGE_TARGET) throw new RangeError(`pageTarget must be at least ${MIN_PAGE_TARGET}, got ${pageTarget}`);
     this.#ballast = ballast;
     const sizes = classSizes();
-    this.classes = [...sizes.map((s) => new SizeClass(s, maxBytes)), new SizeClass(0, maxBytes)];
+    this.classes = [...sizes.map((s) => new SizeClass(s, maxBytes, pageTarget)), new SizeClass(0, maxBytes, pageTarget)];
     this.large = sizes.length;
     if (this.large > 255) throw new Error('record arena: more size classes than the engine can record');
     this.#classBy4 = new Uint8Array((LARGE_RECORD_BYTES >> 2) + 1);
@@ -240,18 +287,16 @@ export class RecordArena {
     }
     for (const k of this.classes) this.#ownerBytes += k.owners.byteLength;
     ballast.take(this.#ownerBytes);
-    this.#regionBytes = Math.min(MAX_REGION_BYTES, roundUp(Math.max(maxBytes, 1), OS_PAGE));
   }
 
   get pageBytes(): number {
     return this.#pageBytes;
   }
 
-  /** Memory the arena holds: its committed regions and its owner arrays. */
+  /** Memory the arena holds: its pages, large records and owner arrays. */
   get footprintBytes(): number {
     return this.#pageBytes + this.#ownerBytes;
   }
-
 
   /** The class for a record of `bytes` bytes (0 is stored as 1: a class never has empty chunks). */
   classOf(bytes: number): number {
@@ -260,38 +305,33 @@ export class RecordArena {
 
   /**
    * Bytes a new record of class `cls` (of `bytes` bytes) would add to the footprint: a
-   * step when its class's region is full (a large record's own region), and a doubling of
+   * page when its class's pages are full (a large record's own buffer), and a doubling of
    * the owner array when it is full. Usually 0.
    */
   allocCost(cls: number, bytes: number): number {
     const c = this.classes[cls]!;
     const owners = c.count >= c.ownerCap ? (ownersAfterGrowth(c.ownerCap, c.maxOwners) - c.ownerCap) * 4 : 0;
-    if (c.size === 0) return owners + largeRegionBytes(bytes);
-    return owners + ((c.count + 1) * c.size > c.committed ? c.step : 0);
+    if (c.size === 0) return owners + largeBytes(bytes);
+    return owners + (c.count === c.pages.length << c.shift ? c.pageBytes : 0);
   }
 
-  /** Takes a chunk of class `cls` for `owner`; `bytes` sizes the region of a large record. Returns the chunk index. */
+  /** Takes a chunk of class `cls` for `owner`; `bytes` sizes the buffer of a large record. Returns the chunk index. */
   alloc(cls: number, owner: number, bytes: number): number {
     const c = this.classes[cls]!;
     const i = c.count;
     if (c.size === 0) {
-      const held = largeRegionBytes(bytes);
-      this.#ballast.take(held); // before the region exists: V8's count must not rise first
-      const page = exactRegion(bytes);
+      const held = largeBytes(bytes);
+      this.#ballast.take(held); // before the buffer exists: V8's count must not rise first
+      const page = newPage(this.#pageSource, Math.max(1, bytes));
       c.pages[i] = page;
       c.words[i] = new Int32Array(page.buffer, 0, page.length >>> 2);
       this.#pageBytes += held;
-    } else {
-      if (c.region === undefined) {
-        c.region = new ArrayBuffer(0, { maxByteLength: roundUp(this.#regionBytes, c.step) + c.step });
-        c.pages[0] = bufferOver(c.region); // both track the region's length as it is resized
-        c.words[0] = new Int32Array(c.region);
-      }
-      if ((i + 1) * c.size > c.committed) {
-        c.committed += c.step;
-        this.#ballast.resize(c.region, c.committed);
-        this.#pageBytes += c.step;
-      }
+    } else if (i === c.pages.length << c.shift) {
+      this.#ballast.take(c.pageBytes);
+      const page = newPage(this.#pageSource, c.pageBytes);
+      c.pages.push(page);
+      c.words.push(new Int32Array(page.buffer));
+      this.#pageBytes += c.pageBytes;
     }
     if (i >= c.ownerCap) {
       // The engine's footprint limit keeps every class far below this; past it an owner would be lost.
@@ -316,9 +356,9 @@ export class RecordArena {
     let moved = -1;
     if (c.size === 0) {
       const page = c.pages[i]!;
-      const bytes = largeRegionBytes(page.length);
+      const bytes = largeBytes(page.length);
       this.#pageBytes -= bytes;
-      (page.buffer as ArrayBuffer).transfer(0); // unmaps it now, not at the next collection
+      release(page);
       this.#ballast.give(bytes);
       c.pages[i] = c.pages[last]!;
       c.pages.length = last;
@@ -326,12 +366,16 @@ export class RecordArena {
       c.words.length = last;
     } else if (i !== last) {
       const size = c.size;
-      const from = last * size;
+      const shift = c.shift;
+      const to = (i & c.mask) * size;
+      const from = (last & c.mask) * size;
       if (size <= NATIVE_COPY_BYTES) {
-        const words = c.words[0]!; // chunks are multiples of 4 bytes, at multiples of 4
-        for (let d = (i * size) >>> 2, f = from >>> 2, end = f + (size >>> 2); f < end; ) words[d++] = words[f++]!;
+        // Chunks are multiples of 4 bytes, at multiples of 4.
+        const dst = c.words[i >>> shift]!;
+        const src = c.words[last >>> shift]!;
+        for (let d = to >>> 2, f = from >>> 2, end = f + (size >>> 2); f < end; ) dst[d++] = src[f++]!;
       } else {
-        c.pages[0]!.copy(c.pages[0]!, i * size, from, from + size);
+        c.pages[last >>> shift]!.copy(c.pages[i >>> shift]!, to, from, from + size);
       }
     }
     if (i !== last) {
@@ -339,16 +383,11 @@ export class RecordArena {
       c.owners[i] = moved;
     }
     c.count = last;
-    if (c.size > 0) {
-      // Keep at most one unused step at the end of the region.
-      if (c.committed - last * c.size >= 2 * c.step) {
-        const keep = roundUp(last * c.size, c.step) + c.step;
-        if (c.committed > keep) {
-          this.#pageBytes -= c.committed - keep;
-          c.committed = keep;
-          this.#ballast.resize(c.region!, keep);
-        }
-      }
+    if (c.size > 0 && c.lastPageSpare) {
+      release(c.pages.pop()!);
+      c.words.pop();
+      this.#pageBytes -= c.pageBytes;
+      this.#ballast.give(c.pageBytes);
     }
     if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
       const n = c.ownerCap >> 1;
@@ -359,32 +398,28 @@ export class RecordArena {
     return moved;
   }
 
-  /** Checks every class's regions and owners against `ownerOk(owner, cls, chunk)`; throws on the first violation. */
+  /** Checks every class's pages and owners against `ownerOk(owner, cls, chunk)`; throws on the first violation. */
   verify(ownerOk: (owner: number, cls: number, chunk: number) => boolean): number {
     let chunks = 0;
     let bytes = 0;
     let ownerBytes = 0;
     this.classes.forEach((c, cls) => {
+      if (c.pages.length !== c.words.length) throw new Error(`record arena: class ${c.size} has ${c.pages.length} pages and ${c.words.length} word views`);
       if (c.size === 0) {
-        if (c.pages.length !== c.count) throw new Error(`record arena: large class holds ${c.pages.length} regions for ${c.count} records`);
-      } else if (c.region !== undefined) {
-        const held = c.region.byteLength;
-        if (held !== c.committed) throw new Error(`record arena: class ${c.size} counts ${c.committed} bytes, holds ${held}`);
-        if (c.pages[0]!.length !== held) throw new Error(`record arena: class ${c.size} sees ${c.pages[0]!.length} of its ${held} bytes`);
-        if (held % c.step !== 0 || held < c.count * c.size || held >= roundUp(c.count * c.size, c.step) + 2 * c.step) {
-          throw new Error(`record arena: class ${c.size} holds ${held} bytes for ${c.count} chunks`);
-        }
-      } else if (c.count !== 0) {
-        throw new Error(`record arena: class ${c.size} has ${c.count} chunks and no region`);
+        if (c.pages.length !== c.count) throw new Error(`record arena: large class holds ${c.pages.length} buffers for ${c.count} records`);
+      } else {
+        if (c.pages.some((p) => p.length !== c.pageBytes)) throw new Error(`record arena: class ${c.size} has a page that is not ${c.pageBytes} bytes`);
+        const room = c.pages.length * c.perPage;
+        if (room < c.count || c.lastPageSpare) throw new Error(`record arena: class ${c.size} holds ${c.pages.length} pages of ${c.perPage} for ${c.count} chunks`);
       }
-      bytes += c.size > 0 ? c.committedBytes : c.pages.reduce((sum, p) => sum + largeRegionBytes(p.length), 0);
+      bytes += c.heldBytes;
       ownerBytes += c.owners.byteLength;
       for (let i = 0; i < c.count; i++) {
         if (!ownerOk(c.owners[i]!, cls, i)) throw new Error(`record arena: chunk ${i} of class ${c.size} has a wrong owner`);
       }
       chunks += c.count;
     });
-    if (bytes !== this.#pageBytes) throw new Error(`record arena: counts ${this.#pageBytes} committed bytes, holds ${bytes}`);
+    if (bytes !== this.#pageBytes) throw new Error(`record arena: counts ${this.#pageBytes} bytes of pages, holds ${bytes}`);
     if (ownerBytes !== this.#ownerBytes) throw new Error(`record arena: counts ${this.#ownerBytes} owner bytes, holds ${ownerBytes}`);
     return chunks;
   }

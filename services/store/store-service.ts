@@ -18,6 +18,7 @@ import type { SnapshotFileSystem } from './snapshot-file.ts';
 import { createSnapshotMetrics } from './snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './store-snapshots.ts';
 import { mallocMmapThreshold } from './malloc-tuning.ts';
+import { THIS_THREAD_PAGES, ThreadPageSource } from './page-source.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './store-server.ts';
 
@@ -91,7 +92,13 @@ function selfAddress(host: string): string {
 export async function startStoreService(config: StoreConfig, deps: StoreDeps): Promise<StoreService> {
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
-  const createEngine = (): KvEngine => new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true });
+  // The arena's pages from a thread of their own where that maps each one (page-source.ts).
+  const pageSource =
+    mallocMmapThreshold() !== null
+      ? new ThreadPageSource((why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident'))
+      : THIS_THREAD_PAGES;
+  const createEngine = (): KvEngine =>
+    new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);
   // First of all: the warm-up's scratch engine is made before the real one (see code-warmup.ts).
   const warmup = await warmUpCommandPath({
@@ -103,6 +110,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     logger,
   });
   if (warmup.error !== undefined) logger.warn({ err: warmup.error, commands: warmup.commands }, 'warm-up stopped early: the store starts with its code not yet compiled');
+  // The page thread started during the warm-up; the first page must not wait for it.
+  if (pageSource instanceof ThreadPageSource) await pageSource.ready();
   const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
   const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
   // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
@@ -164,6 +173,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   } catch (err) {
     tcp.destroy();
     admin.close();
+    void pageSource.close();
     throw err;
   }
 
@@ -200,6 +210,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       warmupCommands: warmup.commands,
       warmupMs: Math.round(warmup.ms),
       mallocMmapThreshold: mallocMmapThreshold(),
+      arenaPagesThreaded: pageSource instanceof ThreadPageSource && pageSource.threaded,
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
     },
@@ -230,6 +241,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
           if (snapshots) await saveSnapshot(snapshots, engine);
         } finally {
           await closeServer(admin);
+          await pageSource.close();
         }
         logger.info('kvstore stopped');
       })();
@@ -243,6 +255,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       tcp.destroy();
       admin.closeAllConnections();
       admin.close();
+      void pageSource.close();
     },
   };
 }

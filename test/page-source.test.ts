@@ -1,0 +1,91 @@
+// The record arena's page sources (services/store/page-source.ts): pages from a thread of
+// their own arrive whole, zeroed, usable and detachable on this thread; a source whose
+// thread is gone falls back to this thread's pages instead of waiting or failing.
+import { afterEach, describe, expect, it } from 'vitest';
+import { THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/page-source.ts';
+import { RecordArena } from '../services/store/record-arena.ts';
+
+const sources: ThreadPageSource[] = [];
+afterEach(async () => {
+  await Promise.all(sources.splice(0).map((s) => s.close()));
+});
+const threadSource = (): ThreadPageSource => {
+  const s = new ThreadPageSource();
+  sources.push(s);
+  return s;
+};
+
+describe('page sources', () => {
+  it("this thread's pages are zeroed buffers of the size asked for", () => {
+    const page = THIS_THREAD_PAGES.alloc(65536);
+    expect(page.byteLength).toBe(65536);
+    expect(new Uint8Array(page).every((b) => b === 0)).toBe(true);
+  });
+
+  it("a thread's pages arrive whole and zeroed, one per call, and are this thread's to write and detach", async () => {
+    const source = threadSource();
+    await source.ready();
+    const pages = [65536, 131072, 65536, 1 << 20].map((bytes) => source.alloc(bytes));
+    expect(source.threaded).toBe(true);
+    expect(pages.map((p) => p.byteLength)).toEqual([65536, 131072, 65536, 1 << 20]);
+    expect(new Set(pages).size).toBe(4);
+    for (const [i, page] of pages.entries()) {
+      const view = new Uint8Array(page);
+      expect(view.every((b) => b === 0)).toBe(true);
+      view.fill(i + 1);
+    }
+    // Each is its own memory: writing one left the others as they were.
+    expect(pages.map((p) => new Uint8Array(p)[p.byteLength - 1])).toEqual([1, 2, 3, 4]);
+    pages[1]!.transfer(0);
+    expect(pages[1]!.detached).toBe(true);
+    expect(new Uint8Array(pages[2]!)[0]).toBe(3);
+  });
+
+  it('an arena on a thread source stores and gives back records as on this thread', async () => {
+    const source = threadSource();
+    await source.ready();
+    const arena = new RecordArena(1 << 26, { pageSource: source });
+    const cls = arena.classOf(100);
+    const c = arena.classes[cls]!;
+    const chunks = Array.from({ length: 3 * c.perPage }, (_, owner) => arena.alloc(cls, owner, 100));
+    expect(c.pages.length).toBe(3);
+    expect(arena.verify((owner, k, chunk) => k === cls && chunks[owner] === chunk)).toBe(chunks.length);
+    const pages = [...c.pages];
+    for (let owner = chunks.length - 1; owner >= 0; owner--) arena.free(cls, chunks[owner]!);
+    // The first page stays as the class's spare; the others were detached, which unmaps them.
+    expect(pages.map((p) => (p.buffer as ArrayBuffer).detached)).toEqual([false, true, true]);
+    expect(source.threaded).toBe(true);
+  });
+
+  it('says once why it falls back when its thread stops answering, and nothing when closed', async () => {
+    const said: string[] = [];
+    const source = new ThreadPageSource((why) => said.push(why));
+    sources.push(source);
+    await source.ready();
+    // A page no one can allocate: the thread throws (and ends) without answering, the
+    // caller stops waiting after the round-trip limit, and this thread's try throws too.
+    expect(() => source.alloc(2 ** 40)).toThrow(RangeError);
+    expect(source.threaded).toBe(false);
+    expect(source.alloc(65536).byteLength).toBe(65536);
+    await source.close();
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/took over 1000 ms|thread failed|thread exited/);
+
+    const quiet: string[] = [];
+    const closed = new ThreadPageSource((why) => quiet.push(why));
+    await closed.ready();
+    await closed.close();
+    expect(closed.alloc(4096).byteLength).toBe(4096);
+    expect(quiet).toEqual([]);
+  });
+
+  it('once its thread is gone, a source gives pages from this thread', async () => {
+    const source = threadSource();
+    await source.ready();
+    await source.close();
+    expect(source.threaded).toBe(false);
+    const page = source.alloc(65536);
+    expect(page.byteLength).toBe(65536);
+    expect(new Uint8Array(page).every((b) => b === 0)).toBe(true);
+  });
+});
