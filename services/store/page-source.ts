@@ -25,20 +25,30 @@ export const THIS_THREAD_PAGES: PageSource = {
   close: async () => {},
 };
 
-/** A page that takes longer than this comes from the serving thread, and so do all after it. */
+/** By default, a page that takes longer than this comes from the serving thread, and so do all after it. */
 const ROUND_TRIP_LIMIT_MS = 1000;
 
 // CommonJS, evaluated as the worker's whole program: answers each size with a buffer,
-// transferred, then wakes the waiting thread.
+// transferred, or with null when it cannot be allocated, then wakes the waiting thread.
 const WORKER_SOURCE = `
 const { workerData: { port, flag } } = require('node:worker_threads');
 port.on('message', (bytes) => {
-  const page = new ArrayBuffer(bytes);
-  port.postMessage(page, [page]);
+  let page = null;
+  try {
+    page = new ArrayBuffer(bytes);
+  } catch {}
+  port.postMessage(page, page === null ? [] : [page]);
   Atomics.store(flag, 0, 1);
   Atomics.notify(flag, 0);
 });
 `;
+
+export interface ThreadPageSourceOptions {
+  /** Told once, why, if pages come from the calling thread from then on (not after close). */
+  readonly onFallback?: (why: string) => void;
+  /** How long the caller waits for a page before it falls back (default 1 s). */
+  readonly roundTripLimitMs?: number;
+}
 
 /** Pages allocated on a thread of their own, synchronously: the caller waits for each. */
 export class ThreadPageSource implements PageSource {
@@ -51,10 +61,11 @@ export class ThreadPageSource implements PageSource {
   readonly #started: Promise<void>;
 
   readonly #onFallback: (why: string) => void;
+  readonly #roundTripLimitMs: number;
 
-  /** `onFallback`: told once, why, if pages come from the calling thread from then on (not after close). */
-  constructor(onFallback: (why: string) => void = () => {}) {
+  constructor({ onFallback = () => {}, roundTripLimitMs = ROUND_TRIP_LIMIT_MS }: ThreadPageSourceOptions = {}) {
     this.#onFallback = onFallback;
+    this.#roundTripLimitMs = roundTripLimitMs;
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
     this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.#flag }, transferList: [port2] });
@@ -83,12 +94,14 @@ export class ThreadPageSource implements PageSource {
       Atomics.store(this.#flag, 0, 0);
       this.#port.postMessage(bytes);
       // The thread's first answer waits for it to start (tens of ms); later ones, for one round trip.
-      if (Atomics.wait(this.#flag, 0, 0, ROUND_TRIP_LIMIT_MS) !== 'timed-out') {
+      if (Atomics.wait(this.#flag, 0, 0, this.#roundTripLimitMs) !== 'timed-out') {
         const reply = receiveMessageOnPort(this.#port);
         if (reply !== undefined && reply.message instanceof ArrayBuffer && reply.message.byteLength === bytes) return reply.message;
+        // As `new ArrayBuffer` would here: the thread stays, for the pages after this one.
+        if (reply !== undefined && reply.message === null) throw new RangeError(`Array buffer allocation failed (${bytes} bytes)`);
       }
       // A late answer would be taken for the next page: the thread is done with.
-      this.#fallBack(`a page of ${bytes} bytes took over ${ROUND_TRIP_LIMIT_MS} ms`);
+      this.#fallBack(`a page of ${bytes} bytes took over ${this.#roundTripLimitMs} ms`);
       void this.#worker.terminate();
     }
     return new ArrayBuffer(bytes);

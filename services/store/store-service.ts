@@ -95,7 +95,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   // The arena's pages from a thread of their own where that maps each one (page-source.ts).
   const pageSource =
     mallocMmapThreshold() !== null
-      ? new ThreadPageSource((why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident'))
+      ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })
       : THIS_THREAD_PAGES;
   const createEngine = (): KvEngine =>
     new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
