@@ -69,13 +69,18 @@ export class ThreadPageSource implements PageSource {
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
     this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.#flag }, transferList: [port2] });
-    // It only answers; it must not keep the process alive, and an error of its own only turns it off.
-    this.#worker.unref();
+    // It only answers, so once it runs it must not keep the process alive; until then it
+    // does, or a process with nothing else to wait for would end before ready() resolved.
+    // An error of its own only turns it off.
     this.#worker.on('error', (err) => this.#fallBack(`its thread failed: ${err.message}`));
     this.#worker.on('exit', (code) => this.#fallBack(`its thread exited (code ${code})`));
     this.#started = new Promise((resolve) => {
-      this.#worker.once('online', resolve);
-      this.#worker.once('error', () => resolve());
+      const started = (): void => {
+        this.#worker.unref();
+        resolve();
+      };
+      this.#worker.once('online', started);
+      this.#worker.once('error', started);
     });
   }
 
