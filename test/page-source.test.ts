@@ -41,6 +41,23 @@ describe('page sources', () => {
     expect(new Uint8Array(pages[2]!)[0]).toBe(3);
   });
 
+  it("a size asked for again has its next page received ahead, handed out without a wait; a size asked for once has none", async () => {
+    const source = threadSource();
+    await source.ready();
+    const first = source.alloc(65536, true);
+    // Answers come in the order asked: once a page asked for after it is here, so is the one ahead.
+    source.alloc(4096);
+    expect(source.pagesAhead).toBe(1);
+    const second = source.alloc(65536, true);
+    expect(second).not.toBe(first);
+    expect(second.byteLength).toBe(65536);
+    expect(new Uint8Array(second).every((b) => b === 0)).toBe(true);
+    source.alloc(131072); // asked for once: nothing ahead of its size
+    expect(source.pagesAhead).toBe(1); // the next 64 KiB page, asked for when the second was taken
+    await source.close();
+    expect(source.pagesAhead).toBe(0); // unmapped, not left to the collector
+  });
+
   it('an arena on a thread source stores and gives back records as on this thread', async () => {
     const source = threadSource();
     await source.ready();
@@ -55,6 +72,11 @@ describe('page sources', () => {
     // The first page stays as the class's spare; the others were detached, which unmaps them.
     expect(pages.map((p) => (p.buffer as ArrayBuffer).detached)).toEqual([false, true, true]);
     expect(source.threaded).toBe(true);
+    // A class's pages are asked for again (one ahead); a large record's buffer is not.
+    arena.free(arena.large, arena.alloc(arena.large, 0, 100_000));
+    arena.alloc(arena.classOf(2000), 0, 2000); // its class's first page, waited for; the next asked for ahead
+    source.alloc(4096); // answered after that one
+    expect(source.pagesAhead).toBe(2); // one of each class used, none for the large record
   });
 
   it('a page the thread cannot allocate throws as on this thread, and the thread stays', async () => {

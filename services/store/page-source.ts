@@ -6,15 +6,27 @@
 // is full of freed chunks (line buffers, replies, Node's own), and in the memory-churn
 // test 43 MiB of pages stayed in it after every key was deleted. A thread of its own
 // allocates the pages instead: glibc gives it an arena of its own, where nothing else is
-// freed, so every page is mapped. A page costs one round trip to that thread (about 15 µs
-// for 64 KiB, which holds some 560 records of 100-byte values); it is handed over without
-// a copy, and freed (detached) on the serving thread, which unmaps it.
+// freed, so every page is mapped. A page is handed over without a copy, and freed
+// (detached) on the serving thread, which unmaps it.
+//
+// A round trip to that thread is slow where it counts: waking it and being woken took a
+// median 0.15 ms and up to 5-7 ms on a 2-core VM, against 0.02 ms for a page from the
+// serving thread's own malloc, and during a load of 8,000,000 keys the store's PING
+// round trips over 5 ms went from 14-126 to 49-284. So a size class's page is asked for
+// one ahead: when the arena takes one, the next of its size is requested at once, and
+// arrives while the store serves; the serving thread waits only for a size's first page
+// (and when the thread falls behind). A page held ahead costs address space, not memory:
+// nothing writes it until the arena does.
 
+import { performance } from 'node:perf_hooks';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 
 export interface PageSource {
-  /** A zeroed buffer of `bytes` bytes. */
-  alloc(bytes: number): ArrayBuffer;
+  /**
+   * A zeroed buffer of `bytes` bytes. `again`: more of this size will be asked for (a size
+   * class's pages, not a large record's), so a source may get the next one ready ahead.
+   */
+  alloc(bytes: number, again?: boolean): ArrayBuffer;
   /** Stops whatever the source runs (nothing for the serving thread's malloc). */
   close(): Promise<void>;
 }
@@ -28,8 +40,9 @@ export const THIS_THREAD_PAGES: PageSource = {
 /** By default, a page that takes longer than this comes from the serving thread, and so do all after it. */
 const ROUND_TRIP_LIMIT_MS = 1000;
 
-// CommonJS, evaluated as the worker's whole program: answers each size with a buffer,
-// transferred, or with null when it cannot be allocated, then wakes the waiting thread.
+// CommonJS, evaluated as the worker's whole program: answers each size, in order, with a
+// buffer, transferred, or with null when it cannot be allocated, then counts the answer
+// and wakes the serving thread if it waits.
 const WORKER_SOURCE = `
 const { workerData: { port, flag } } = require('node:worker_threads');
 port.on('message', (bytes) => {
@@ -37,11 +50,16 @@ port.on('message', (bytes) => {
   try {
     page = new ArrayBuffer(bytes);
   } catch {}
-  port.postMessage(page, page === null ? [] : [page]);
-  Atomics.store(flag, 0, 1);
+  port.postMessage({ bytes, page }, page === null ? [] : [page]);
+  Atomics.add(flag, 0, 1);
   Atomics.notify(flag, 0);
 });
 `;
+
+interface Answer {
+  readonly bytes: number;
+  readonly page: ArrayBuffer | null;
+}
 
 export interface ThreadPageSourceOptions {
   /** Told once, why, if pages come from the calling thread from then on (not after close). */
@@ -54,8 +72,14 @@ export interface ThreadPageSourceOptions {
 export class ThreadPageSource implements PageSource {
   readonly #worker: Worker;
   readonly #port: MessagePort;
-  /** 0 while a page is asked for, 1 once it has been posted back. */
+  /** Answers the thread has posted (it counts them); the serving thread waits on it. */
   readonly #flag = new Int32Array(new SharedArrayBuffer(4));
+  /** Answers taken off the port. */
+  #taken = 0;
+  /** Pages received and not yet handed out, by size. */
+  readonly #ahead = new Map<number, ArrayBuffer[]>();
+  /** Pages asked for and not yet received, by size. */
+  readonly #asked = new Map<number, number>();
   /** Set when the thread failed or was too slow: pages come from this thread from then on. */
   #failed = false;
   readonly #started: Promise<void>;
@@ -94,32 +118,87 @@ export class ThreadPageSource implements PageSource {
     return !this.#failed;
   }
 
-  alloc(bytes: number): ArrayBuffer {
-    if (!this.#failed) {
-      Atomics.store(this.#flag, 0, 0);
-      this.#port.postMessage(bytes);
-      // The thread's first answer waits for it to start (tens of ms); later ones, for one round trip.
-      if (Atomics.wait(this.#flag, 0, 0, this.#roundTripLimitMs) !== 'timed-out') {
-        const reply = receiveMessageOnPort(this.#port);
-        if (reply !== undefined && reply.message instanceof ArrayBuffer && reply.message.byteLength === bytes) return reply.message;
-        // As `new ArrayBuffer` would here: the thread stays, for the pages after this one.
-        if (reply !== undefined && reply.message === null) throw new RangeError(`Array buffer allocation failed (${bytes} bytes)`);
-      }
-      // A late answer would be taken for the next page: the thread is done with.
-      this.#fallBack(`a page of ${bytes} bytes took over ${this.#roundTripLimitMs} ms`);
-      void this.#worker.terminate();
+  /** Pages received ahead and not handed out yet (a page per size class in use, at most). */
+  get pagesAhead(): number {
+    if (!this.#failed) this.#collect(-1);
+    let n = 0;
+    for (const pages of this.#ahead.values()) n += pages.length;
+    return n;
+  }
+
+  alloc(bytes: number, again = false): ArrayBuffer {
+    if (this.#failed) return new ArrayBuffer(bytes);
+    this.#collect(-1);
+    const page = this.#takeAhead(bytes) ?? this.#waitFor(bytes);
+    if (page === undefined) return new ArrayBuffer(bytes); // the thread was just given up
+    if (again && !this.#asked.has(bytes) && !this.#ahead.has(bytes)) this.#ask(bytes);
+    return page;
+  }
+
+  #ask(bytes: number): void {
+    this.#asked.set(bytes, (this.#asked.get(bytes) ?? 0) + 1);
+    this.#port.postMessage(bytes);
+  }
+
+  #takeAhead(bytes: number): ArrayBuffer | undefined {
+    const pages = this.#ahead.get(bytes);
+    if (pages === undefined) return undefined;
+    const page = pages.pop()!;
+    if (pages.length === 0) this.#ahead.delete(bytes);
+    return page;
+  }
+
+  /** Takes every answer posted so far, without waiting; true when one was a refusal of `waited`. */
+  #collect(waited: number): boolean {
+    let refused = false;
+    for (let reply = receiveMessageOnPort(this.#port); reply !== undefined; reply = receiveMessageOnPort(this.#port)) {
+      this.#taken++;
+      const { bytes, page } = reply.message as Answer;
+      const left = this.#asked.get(bytes)! - 1;
+      if (left > 0) this.#asked.set(bytes, left);
+      else this.#asked.delete(bytes);
+      // A page asked for ahead that could not be had is asked for again when it is needed.
+      if (page === null) refused ||= bytes === waited;
+      else this.#ahead.set(bytes, [...(this.#ahead.get(bytes) ?? []), page]);
     }
-    return new ArrayBuffer(bytes);
+    return refused;
+  }
+
+  /** Asks for a page of `bytes` (unless one is on its way) and waits for it; undefined once the thread is given up. */
+  #waitFor(bytes: number): ArrayBuffer | undefined {
+    if (!this.#asked.has(bytes)) this.#ask(bytes);
+    const deadline = performance.now() + this.#roundTripLimitMs;
+    for (;;) {
+      // The thread's first answer waits for it to start (tens of ms); later ones, for one round trip.
+      const left = deadline - performance.now();
+      if (left <= 0 || Atomics.wait(this.#flag, 0, this.#taken, left) === 'timed-out') break;
+      // As `new ArrayBuffer` would here; the thread stays, for the pages after this one.
+      if (this.#collect(bytes)) throw new RangeError(`Array buffer allocation failed (${bytes} bytes)`);
+      const page = this.#takeAhead(bytes);
+      if (page !== undefined) return page;
+    }
+    // A thread that slow is given up: pages come from this one from then on.
+    this.#fallBack(`a page of ${bytes} bytes took over ${this.#roundTripLimitMs} ms`);
+    void this.#worker.terminate();
+    return undefined;
   }
 
   #fallBack(why: string): void {
     if (this.#failed) return;
     this.#failed = true;
+    this.#dropAhead();
     this.#onFallback(why);
+  }
+
+  /** Unmaps the pages held ahead: nothing will take them. */
+  #dropAhead(): void {
+    for (const pages of this.#ahead.values()) for (const page of pages) page.transfer(0);
+    this.#ahead.clear();
   }
 
   async close(): Promise<void> {
     this.#failed = true;
+    this.#dropAhead();
     this.#port.close();
     await this.#worker.terminate();
   }

@@ -230,10 +230,11 @@ export function arenaEmptyBytes(pageTarget: number): number {
  * A buffer from `source` as a Buffer: a Uint8Array given Buffer's prototype, like every
  * other page, so that the loads that see pages of several classes see one hidden class
  * (test/record-arena-maps.test.ts). Its memory is mapped on its own (page-source.ts),
- * committed as it is written, and unmapped by detaching it (release).
+ * committed as it is written, and unmapped by detaching it (release). `again`: a size
+ * class's page, whose next one the source may get ready ahead; not a large record's.
  */
-function newPage(source: PageSource, bytes: number): Buffer {
-  return Object.setPrototypeOf(new Uint8Array(source.alloc(bytes)), Buffer.prototype) as Buffer;
+function newPage(source: PageSource, bytes: number, again: boolean): Buffer {
+  return Object.setPrototypeOf(new Uint8Array(source.alloc(bytes, again)), Buffer.prototype) as Buffer;
 }
 
 /** Gives a page's memory back now, not at the next collection. */
@@ -322,13 +323,13 @@ export class RecordArena {
     if (c.size === 0) {
       const held = largeBytes(bytes);
       this.#ballast.take(held); // before the buffer exists: V8's count must not rise first
-      const page = newPage(this.#pageSource, Math.max(1, bytes));
+      const page = newPage(this.#pageSource, Math.max(1, bytes), false);
       c.pages[i] = page;
       c.words[i] = new Int32Array(page.buffer, 0, page.length >>> 2);
       this.#pageBytes += held;
     } else if (i === c.pages.length << c.shift) {
       this.#ballast.take(c.pageBytes);
-      const page = newPage(this.#pageSource, c.pageBytes);
+      const page = newPage(this.#pageSource, c.pageBytes, true);
       c.pages.push(page);
       c.words.push(new Int32Array(page.buffer));
       this.#pageBytes += c.pageBytes;
