@@ -68,7 +68,11 @@ export interface ThreadPageSourceOptions {
   readonly roundTripLimitMs?: number;
 }
 
-/** Pages allocated on a thread of their own, synchronously: the caller waits for each. */
+/**
+ * Pages allocated on a thread of their own, handed out synchronously: the caller waits for
+ * a size's first page (and whenever the thread has fallen behind); the next page of a size
+ * asked for again is usually there already.
+ */
 export class ThreadPageSource implements PageSource {
   readonly #worker: Worker;
   readonly #port: MessagePort;
