@@ -85,7 +85,8 @@ await describeDocker(
       for (const k of keysOf('store-1')) expect((await http(`/${k}`, { method: 'PUT', body: 'again' })).status).toBe(204);
       expect(await statuses([...keysOf('store-0'), ...keysOf('store-2')])).toEqual(new Set([200]));
       expect(await docker('inspect', '--format', '{{.State.StartedAt}}', containerId('backend'))).toBe(backendStarted);
-    });
+      // A container stopped and started, and waits of up to 30, 30 and 60 s: past the suite's default.
+    }, 150_000);
   },
   { compose: true },
 );

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES, tunablesWithThreshold } from '../services/store/malloc-tuning.ts';
 
@@ -27,5 +28,11 @@ describe('GLIBC_TUNABLES for the store', () => {
     expect(read('glibc.malloc.arena_max=2')).toBeNull();
     expect(read('glibc.malloc.mmap_threshold=big')).toBeNull();
     expect(mallocMmapThreshold({})).toBeNull();
+  });
+
+  it("the store's image sets the same threshold, so the store in a container starts without re-executing itself", () => {
+    const dockerfile = readFileSync(new URL('../deploy/Dockerfile', import.meta.url), 'utf8');
+    const store = dockerfile.slice(dockerfile.indexOf('FROM runtime AS store'), dockerfile.indexOf('FROM runtime AS backend'));
+    expect(/^ENV GLIBC_TUNABLES=(\S+)$/m.exec(store)?.[1]).toBe(tunablesWithThreshold(undefined));
   });
 });

@@ -122,5 +122,7 @@ export function defineStackChecks(stack: () => Stack): void {
     expect(await (await http('/e2e-after')).text()).toBe('back');
     await prom.waitFor('kvbackend_store_up back to 1', async () => ((await prom.query('kvbackend_store_up == 1')).length > 0 ? true : undefined));
     expect(await stack().backendIdentity()).toBe(backend);
-  });
+    // A container stopped and started, and several Prometheus scrapes and an alert
+    // evaluation waited for: 15-30 s on a 2-core VM, past the suite's default.
+  }, 120_000);
 }
