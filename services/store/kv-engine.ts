@@ -438,8 +438,8 @@ export class KvEngine implements StoreEngine {
       // A large record's own page is left alone; a record's lines are touched up to 256 bytes.
       if (c.size > 0) {
         const chunk = slots[o + CHUNK]!;
-        const page = c.pages[chunk >>> c.shift]!;
-        const at = (chunk & c.mask) * c.size;
+        const page = c.pageOf(chunk);
+        const at = c.offsetOf(chunk);
         const last = at + Math.min(c.size, PREFETCH_RECORD_BYTES) - 1;
         for (let b = at; b < last; b += CACHE_LINE_BYTES) sink ^= page[b]!;
         sink ^= page[last]!;

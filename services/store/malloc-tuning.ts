@@ -33,10 +33,14 @@ export function mallocMmapThreshold(env: NodeJS.ProcessEnv = process.env): numbe
   return null;
 }
 
+/** Whether this process runs on glibc; asked once, since the answer is a whole diagnostic report. */
+let glibc: boolean | undefined;
 function onGlibc(): boolean {
-  if (process.platform !== 'linux') return false;
-  const header = (report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
-  return typeof header?.glibcVersionRuntime === 'string';
+  if (glibc === undefined) {
+    const header = process.platform === 'linux' ? (report.getReport() as { header?: { glibcVersionRuntime?: string } }).header : undefined;
+    glibc = typeof header?.glibcVersionRuntime === 'string';
+  }
+  return glibc;
 }
 
 /**

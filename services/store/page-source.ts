@@ -80,10 +80,10 @@ export class ThreadPageSource implements PageSource {
   readonly #flag = new Int32Array(new SharedArrayBuffer(4));
   /** Answers taken off the port. */
   #taken = 0;
-  /** Pages received and not yet handed out, by size. */
-  readonly #ahead = new Map<number, ArrayBuffer[]>();
-  /** Pages asked for and not yet received, by size. */
-  readonly #asked = new Map<number, number>();
+  /** A page received and not yet handed out, by size (one at most: see #ask's callers). */
+  readonly #ahead = new Map<number, ArrayBuffer>();
+  /** Sizes of pages asked for and not yet received (one at most of each). */
+  readonly #asked = new Set<number>();
   /** Set when the thread failed or was too slow: pages come from this thread from then on. */
   #failed = false;
   readonly #started: Promise<void>;
@@ -125,30 +125,27 @@ export class ThreadPageSource implements PageSource {
   /** Pages received ahead and not handed out yet (a page per size class in use, at most). */
   get pagesAhead(): number {
     if (!this.#failed) this.#collect(-1);
-    let n = 0;
-    for (const pages of this.#ahead.values()) n += pages.length;
-    return n;
+    return this.#ahead.size;
   }
 
   alloc(bytes: number, again = false): ArrayBuffer {
     if (this.#failed) return new ArrayBuffer(bytes);
     this.#collect(-1);
     const page = this.#takeAhead(bytes) ?? this.#waitFor(bytes);
+    // Asked for only when none of its size is on its way or held: one of each at most.
     if (page === undefined) return new ArrayBuffer(bytes); // the thread was just given up
     if (again && !this.#asked.has(bytes) && !this.#ahead.has(bytes)) this.#ask(bytes);
     return page;
   }
 
   #ask(bytes: number): void {
-    this.#asked.set(bytes, (this.#asked.get(bytes) ?? 0) + 1);
+    this.#asked.add(bytes);
     this.#port.postMessage(bytes);
   }
 
   #takeAhead(bytes: number): ArrayBuffer | undefined {
-    const pages = this.#ahead.get(bytes);
-    if (pages === undefined) return undefined;
-    const page = pages.pop()!;
-    if (pages.length === 0) this.#ahead.delete(bytes);
+    const page = this.#ahead.get(bytes);
+    if (page !== undefined) this.#ahead.delete(bytes);
     return page;
   }
 
@@ -158,12 +155,10 @@ export class ThreadPageSource implements PageSource {
     for (let reply = receiveMessageOnPort(this.#port); reply !== undefined; reply = receiveMessageOnPort(this.#port)) {
       this.#taken++;
       const { bytes, page } = reply.message as Answer;
-      const left = this.#asked.get(bytes)! - 1;
-      if (left > 0) this.#asked.set(bytes, left);
-      else this.#asked.delete(bytes);
+      this.#asked.delete(bytes);
       // A page asked for ahead that could not be had is asked for again when it is needed.
       if (page === null) refused ||= bytes === waited;
-      else this.#ahead.set(bytes, [...(this.#ahead.get(bytes) ?? []), page]);
+      else this.#ahead.set(bytes, page);
     }
     return refused;
   }
@@ -196,7 +191,7 @@ export class ThreadPageSource implements PageSource {
 
   /** Unmaps the pages held ahead: nothing will take them. */
   #dropAhead(): void {
-    for (const pages of this.#ahead.values()) for (const page of pages) page.transfer(0);
+    for (const page of this.#ahead.values()) page.transfer(0);
     this.#ahead.clear();
   }
 

@@ -117,8 +117,7 @@ export class SizeClass {
   /** `maxBytes`: the most the arena holds (see RecordArena); `pageTarget`: its smallest page. */
   constructor(size: number, maxBytes: number, pageTarget: number) {
     this.size = size;
-    let shift = 0;
-    if (size > 0) while (size << shift < pageTarget) shift++;
+    const shift = size > 0 ? pageShift(size, pageTarget) : 0;
     this.shift = shift;
     this.mask = (1 << shift) - 1;
     this.perPage = 1 << shift;
@@ -183,7 +182,7 @@ export class SizeClass {
 
   /** Whether the last page can go: a page and a half unused (a page for one-chunk pages) leaves one spare. */
   get lastPageSpare(): boolean {
-    return this.pages.length * this.perPage - this.count >= this.perPage + ((this.perPage + 1) >> 1);
+    return this.pages.length * this.perPage - this.count >= unusedChunksBound(this.perPage);
   }
 }
 
@@ -201,12 +200,15 @@ function classSizes(): number[] {
 }
 let cachedSizes: number[] | undefined;
 
-/** Bytes of a page of class `size` for an arena of that page target. */
-const pageBytesOf = (size: number, pageTarget: number): number => {
-  let bytes = size;
-  while (bytes < pageTarget) bytes *= 2;
-  return bytes;
-};
+/** A page of class `size` holds 2^pageShift chunks: the fewest that reach the page target. */
+function pageShift(size: number, pageTarget: number): number {
+  let shift = 0;
+  while (size << shift < pageTarget) shift++;
+  return shift;
+}
+
+/** Unused chunks at which a class gives back its last page (and under which it holds them): a page and a half. */
+const unusedChunksBound = (perPage: number): number => perPage + ((perPage + 1) >> 1);
 
 /**
  * Most bytes an arena with this page target holds that no record uses: under a page and a
@@ -214,16 +216,12 @@ const pageBytesOf = (size: number, pageTarget: number): number => {
  * one-chunk pages). For the default 256 MiB cap, about 20 MiB.
  */
 export function arenaSlackBytes(pageTarget: number): number {
-  return classSizes().reduce((sum, s) => {
-    const page = pageBytesOf(s, pageTarget);
-    const perPage = page / s;
-    return sum + (perPage + ((perPage + 1) >> 1)) * s;
-  }, 0);
+  return classSizes().reduce((sum, s) => sum + unusedChunksBound(1 << pageShift(s, pageTarget)) * s, 0);
 }
 
 /** Most bytes an arena with this page target holds once every record has left: a spare page per size class. */
 export function arenaEmptyBytes(pageTarget: number): number {
-  return classSizes().reduce((sum, s) => sum + pageBytesOf(s, pageTarget), 0);
+  return classSizes().reduce((sum, s) => sum + (s << pageShift(s, pageTarget)), 0);
 }
 
 /**
@@ -367,16 +365,15 @@ export class RecordArena {
       c.words.length = last;
     } else if (i !== last) {
       const size = c.size;
-      const shift = c.shift;
-      const to = (i & c.mask) * size;
-      const from = (last & c.mask) * size;
+      const to = c.offsetOf(i);
+      const from = c.offsetOf(last);
       if (size <= NATIVE_COPY_BYTES) {
         // Chunks are multiples of 4 bytes, at multiples of 4.
-        const dst = c.words[i >>> shift]!;
-        const src = c.words[last >>> shift]!;
+        const dst = c.words[i >>> c.shift]!;
+        const src = c.words[last >>> c.shift]!;
         for (let d = to >>> 2, f = from >>> 2, end = f + (size >>> 2); f < end; ) dst[d++] = src[f++]!;
       } else {
-        c.pages[last >>> shift]!.copy(c.pages[i >>> shift]!, to, from, from + size);
+        c.pageOf(last).copy(c.pageOf(i), to, from, from + size);
       }
     }
     if (i !== last) {

@@ -93,10 +93,12 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
   // The arena's pages from a thread of their own where that maps each one (page-source.ts).
-  const pageSource =
-    mallocMmapThreshold() !== null
+  const mmapThreshold = mallocMmapThreshold();
+  const threadPages =
+    mmapThreshold !== null
       ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })
-      : THIS_THREAD_PAGES;
+      : undefined;
+  const pageSource = threadPages ?? THIS_THREAD_PAGES;
   const createEngine = (): KvEngine =>
     new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);
@@ -111,7 +113,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   });
   if (warmup.error !== undefined) logger.warn({ err: warmup.error, commands: warmup.commands }, 'warm-up stopped early: the store starts with its code not yet compiled');
   // The page thread started during the warm-up; the first page must not wait for it.
-  if (pageSource instanceof ThreadPageSource) await pageSource.ready();
+  await threadPages?.ready();
   const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
   const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
   // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
@@ -209,8 +211,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       keys: engine.keyCount,
       warmupCommands: warmup.commands,
       warmupMs: Math.round(warmup.ms),
-      mallocMmapThreshold: mallocMmapThreshold(),
-      arenaPagesThreaded: pageSource instanceof ThreadPageSource && pageSource.threaded,
+      mallocMmapThreshold: mmapThreshold,
+      arenaPagesThreaded: threadPages?.threaded ?? false,
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
     },
