@@ -132,6 +132,10 @@ export async function startRedis(): Promise<Server> {
 export interface StoreRun {
   readonly command: string;
   readonly result: BenchResult | LoadFigures;
+  /** The server's CPU time per operation over the measured window, µs (bench/process-cpu.ts); undefined without /proc. */
+  readonly serverCpuUsPerOp?: number | undefined;
+  /** The hypervisor's steal time during the run, ms summed over the CPUs (bench/process-cpu.ts); undefined without /proc. */
+  readonly stealMs?: number | undefined;
 }
 
 /** Runs a load generator to its end (its stderr is ours), killed with the others on exit; resolves with its exit code and stdout. */
@@ -204,6 +208,8 @@ export interface LoadFigures {
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly p999: number };
   readonly errors: number;
   readonly wrongReplies: number;
+  /** The load generator's own CPU use, % of one core (kvload reports it): near 100 means the client was the bottleneck. */
+  readonly clientCpuPct?: number;
 }
 
 /** Runs kvload to its end and parses its last stdout line, a JSON object of results. */
@@ -227,7 +233,7 @@ export async function kvloadRun(binary: string, args: string[], started = armed(
   if (code !== 0) log(`WARNING: exit ${code} (error replies) in: ${command}`);
   return {
     command,
-    result: { opsPerSec: r.ops_per_sec!, latencyMs: { p50: r.p50_us! / 1000, p99: r.p99_us! / 1000, p999: r.p999_us! / 1000 }, errors: r.errors!, wrongReplies: 0 },
+    result: { opsPerSec: r.ops_per_sec!, latencyMs: { p50: r.p50_us! / 1000, p99: r.p99_us! / 1000, p999: r.p999_us! / 1000 }, errors: r.errors!, wrongReplies: 0, clientCpuPct: r.client_cpu_pct },
   };
 }
 

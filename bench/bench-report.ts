@@ -20,6 +20,10 @@ export interface DepthRuns {
   readonly redis: StoreRun | undefined;
   /** kvstack/Redis ops/s of each round, in order. */
   readonly roundRatios: readonly number[];
+  /** Median server CPU per operation over the rounds, µs (undefined without /proc). */
+  readonly serverCpuUsPerOp: { readonly kvstack: number | undefined; readonly redis: number | undefined };
+  /** Median steal time of a round, ms. */
+  readonly stealMs: { readonly kvstack: number | undefined; readonly redis: number | undefined };
 }
 
 export interface ReportInput {
@@ -34,10 +38,14 @@ export interface ReportInput {
 
 export function renderReport({ settings: s, cpus, client, depths, memory, http, commands }: ReportInput): string {
   const rows: string[][] = [['', 'kvstack', 'Redis', 'kvstack/Redis']];
-  for (const { depth: d, kvstack, redis } of depths) {
+  for (const { depth: d, kvstack, redis, serverCpuUsPerOp: cpu, stealMs } of depths) {
     const k = kvstack.result;
     const r = redis?.result;
     rows.push([`depth ${d}: ops/s`, fmt(k.opsPerSec), fmt(r?.opsPerSec), ratio(k.opsPerSec, r?.opsPerSec)]);
+    if (cpu.kvstack !== undefined) rows.push([`depth ${d}: server CPU µs/op`, fmt(cpu.kvstack, 2), fmt(cpu.redis, 2), ratio(cpu.kvstack, cpu.redis)]);
+    const kc = 'clientCpuPct' in k ? k.clientCpuPct : undefined;
+    if (kc !== undefined) rows.push([`depth ${d}: client CPU %`, fmt(kc), fmt(r && 'clientCpuPct' in r ? r.clientCpuPct : undefined), '']);
+    if (stealMs.kvstack !== undefined) rows.push([`depth ${d}: machine steal ms per run`, fmt(stealMs.kvstack), fmt(stealMs.redis), '']);
     for (const [name, key] of [['p50', 'p50'], ['p99', 'p99'], ['p99.9', 'p999']] as const) {
       rows.push([`depth ${d}: ${name} ms`, fmt(k.latencyMs[key], 3), fmt(r?.latencyMs[key], 3), ratio(k.latencyMs[key], r?.latencyMs[key])]);
     }
@@ -52,6 +60,7 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
     `kvstack benchmark — ${s.connections} connections, GET:SET 9:1, ${s.valueSize}-byte values, ${fmt(s.keyspace)} keys, ${s.duration} s per run, same client (${client}) for both`,
     `median of ${s.rounds} interleaved round${s.rounds === 1 ? '' : 's'} per depth`,
     `${cpus} CPUs, Node ${process.version}; the servers and the client share the machine.`,
+    'server CPU µs/op: the server process\'s CPU time (every thread) over the measured window / its operations (median of the rounds); client CPU %: the load generator\'s, of one core; machine steal: the time a virtual machine\'s hypervisor took its CPUs away during a run (/proc/stat; medians).',
     '',
     table(rows),
   ];

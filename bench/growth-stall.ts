@@ -32,6 +32,11 @@
 //                 to the CPUs in list L and this process (loader, prober) and kvload to
 //                 the others: a server given one core, as a container with a CPU limit of 1.
 //   --store-node-args="..."  Node flags for the store process (e.g. --single-threaded-gc).
+// Each phase also reports stealMs: the time the hypervisor took the machine's virtual CPUs
+// away during it (/proc/stat, summed over the CPUs). On a shared VM it comes in stretches
+// of several ms at a time, during which the server on that CPU is stopped: a worst round
+// trip of 10-25 ms in a phase with steal is the machine's as much as the server's (Redis's
+// figure beside it shows the same).
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.
@@ -48,6 +53,7 @@ import { pipelineLines } from '../services/client/line-pipeline.ts';
 import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
+import { machineStealSeconds } from './process-cpu.ts';
 
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
 const OVERWRITE_SECONDS = 8;
@@ -359,9 +365,25 @@ async function measure(target: Target, s: Settings) {
   const key = (i: number) => `key:${String(i).padStart(10, '0')}`;
   const line = s.mode === 'load' ? (i: number) => `SET ${key(i)} ${value}${eol}` : (i: number) => `SETEX ${key(i)} ${s.ttl} ${value}${eol}`;
 
+  // The hypervisor's steal time during each phase (see machineStealSeconds), beside its round trips.
+  const stealMs: Record<string, number> = {};
+  let phaseName = '';
+  let stealAtStart: number | undefined;
+  const startPhase = (name: string): void => {
+    endPhase();
+    prober.postMessage({ phase: name });
+    phaseName = name;
+    stealAtStart = machineStealSeconds();
+  };
+  const endPhase = (): void => {
+    const now = machineStealSeconds();
+    if (phaseName !== '' && stealAtStart !== undefined && now !== undefined) stealMs[phaseName] = Math.round((now - stealAtStart) * 1000);
+    phaseName = '';
+  };
+
   await ready; // the prober has started and made its warm-up round trips
   const load = writeAll(target, s, line);
-  prober.postMessage({ phase: 'load' });
+  startPhase('load');
   const t0 = nowMs();
   await load();
   const loadedAt = nowMs();
@@ -369,7 +391,7 @@ async function measure(target: Target, s: Settings) {
 
   if (s.mode === 'storm') {
     // Every key has expired by loadedAt + ttl; wait for the store to report nothing held.
-    prober.postMessage({ phase: 'sweep' });
+    startPhase('sweep');
     const check = await open(target.port);
     const emptyCommand = target.redis ? `DBSIZE${eol}` : `USAGE${eol}`;
     const empty = target.redis ? ':0' : 'USAGE 0';
@@ -389,7 +411,7 @@ async function measure(target: Target, s: Settings) {
   } else if (s.mode === 'snapshot') {
     // Every key overwritten again while the periodic snapshots run.
     const overwrite = s.kvload === undefined ? writeAll(target, s, (i: number) => `SET ${key(i)} ${value}${eol}`) : overwriteFor(target, s, OVERWRITE_SECONDS);
-    prober.postMessage({ phase: 'overwrite' });
+    startPhase('overwrite');
     const savesBefore = target.saves();
     const t1 = nowMs();
     await overwrite();
@@ -398,12 +420,13 @@ async function measure(target: Target, s: Settings) {
   } else {
     await new Promise((r) => setTimeout(r, 300));
   }
+  endPhase();
   prober.postMessage({ report: true });
   const phases = await report;
   await prober.terminate();
   for (const [name, p] of Object.entries(phases)) {
     if (name === 'start') continue;
-    result[name] = p;
+    result[name] = stealMs[name] === undefined ? p : { ...p, stealMs: stealMs[name] };
   }
   result.proberNice = proberNice;
   return result;

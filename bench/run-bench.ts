@@ -11,16 +11,40 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus as machineCpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { medianBy } from './median.ts';
+import { median as medianOf, medianBy } from './median.ts';
 import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
-import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type StoreRun } from './bench-processes.ts';
+import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './bench-processes.ts';
+import { coresBetween, CpuTrace, machineStealSeconds, type CpuSample } from './process-cpu.ts';
 import { fmt, renderReport, type DepthRuns } from './bench-report.ts';
 import { settings, type Settings } from './bench-settings.ts';
 
 type System = 'kvstack' | 'redis';
 
-/** One measured run of the store workload against one system. */
-function storeLoad(s: Settings, system: System, port: number, depth: number): Promise<StoreRun> {
+/**
+ * One measured run of the store workload against one system, with the server's CPU time
+ * per operation over the measured window (the last `duration` seconds of the run).
+ */
+async function storeLoad(s: Settings, system: System, server: Server, depth: number): Promise<StoreRun> {
+  const trace = new CpuTrace(server.pid);
+  const stealBefore = machineStealSeconds();
+  let samples: readonly CpuSample[] = [];
+  let run: StoreRun;
+  try {
+    run = await clientRun(s, system, server.port, depth);
+  } finally {
+    samples = trace.stop();
+  }
+  const endMs = performance.now();
+  const stealAfter = machineStealSeconds();
+  const cores = coresBetween(samples, endMs - s.duration * 1000, endMs);
+  return {
+    ...run,
+    serverCpuUsPerOp: cores === undefined || run.result.opsPerSec <= 0 ? undefined : (cores * 1e6) / run.result.opsPerSec,
+    stealMs: stealBefore === undefined || stealAfter === undefined ? undefined : Math.round((stealAfter - stealBefore) * 1000),
+  };
+}
+
+function clientRun(s: Settings, system: System, port: number, depth: number): Promise<StoreRun> {
   if (s.kvload) {
     const args = ['-m', system === 'kvstack' ? 'line' : 'resp', '-h', '127.0.0.1', '-p', String(port), '-c', String(s.connections), '-P', String(depth), '-d', String(s.duration), '-w', String(s.warmup), '-k', String(s.keyspace), '-v', String(s.valueSize), '-r', '90'];
     return kvloadRun(s.kvload, args);
@@ -54,10 +78,10 @@ async function main(): Promise<void> {
     for (let round = 1; round <= s.rounds; round++) {
       const order: System[] = round % 2 === 1 || !redis ? ['kvstack', 'redis'] : ['redis', 'kvstack'];
       for (const system of order) {
-        const port = system === 'kvstack' ? store.port : redis?.port;
-        if (port === undefined) continue;
+        const server = system === 'kvstack' ? store : redis;
+        if (server === undefined) continue;
         log(`${system === 'kvstack' ? 'kvstack' : 'Redis'}, pipeline depth ${depth}, round ${round}/${s.rounds}, ${s.duration} s ...`);
-        runs[system].push(await storeLoad(s, system, port, depth));
+        runs[system].push(await storeLoad(s, system, server, depth));
       }
     }
     commands.push(`bench:   ${runs.kvstack[0]!.command}`);
@@ -68,11 +92,20 @@ async function main(): Promise<void> {
       kvstack: median(runs.kvstack)!,
       redis: median(runs.redis),
       roundRatios: runs.redis.map((r, i) => runs.kvstack[i]!.result.opsPerSec / r.result.opsPerSec),
+      serverCpuUsPerOp: { kvstack: medianOf(runs.kvstack.map((r) => r.serverCpuUsPerOp)), redis: medianOf(runs.redis.map((r) => r.serverCpuUsPerOp)) },
+      stealMs: { kvstack: medianOf(runs.kvstack.map((r) => r.stealMs)), redis: medianOf(runs.redis.map((r) => r.stealMs)) },
     });
     rounds[`depth${depth}`] = {
       kvstack: median(runs.kvstack)!.result,
       redis: median(runs.redis)?.result ?? null,
-      rounds: runs.kvstack.map((k, i) => ({ kvstack: k.result.opsPerSec, redis: runs.redis[i]?.result.opsPerSec ?? null })),
+      rounds: runs.kvstack.map((k, i) => ({
+        kvstack: k.result.opsPerSec,
+        redis: runs.redis[i]?.result.opsPerSec ?? null,
+        kvstackCpuUsPerOp: k.serverCpuUsPerOp ?? null,
+        redisCpuUsPerOp: runs.redis[i]?.serverCpuUsPerOp ?? null,
+        kvstackStealMs: k.stealMs ?? null,
+        redisStealMs: runs.redis[i]?.stealMs ?? null,
+      })),
     };
   }
   results.store = rounds;
