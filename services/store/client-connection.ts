@@ -121,7 +121,7 @@ export class ClientConnection implements TurnWork {
   /** Its flow control, but for the idle time-out, which is the server's (StoreServer.connectionFlows). */
   get flow(): Omit<ConnectionFlow, 'idleTimeoutMs'> {
     const s = this.socket;
-    return { bytesRead: s.bytesRead, bytesWritten: s.bytesWritten, writableLength: s.writableLength, paused: s.isPaused(), sharedReads: this.#sharedReads };
+    return { bytesRead: s.bytesRead, bytesWritten: this.#replies.handedBytes, writableLength: s.writableLength, paused: s.isPaused(), sharedReads: this.#sharedReads };
   }
 
   /**
