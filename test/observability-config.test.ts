@@ -102,6 +102,7 @@ describe('alert rules', () => {
         'KvStoreDown',
         'KvStoreMemoryHigh',
         'KvStoreRssAboveBound',
+        'KvStorePageThreadGivenUp',
         'KvStoreHighEvictionRate',
         'KvStoreExpiryBacklog',
         'KvStoreConnectionsHigh',

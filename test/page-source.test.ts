@@ -1,9 +1,12 @@
 // The record arena's page sources (services/store/page-source.ts): pages from a thread of
 // their own arrive whole, zeroed, usable and detachable on this thread; a source whose
 // thread is gone falls back to this thread's pages instead of waiting or failing.
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/page-source.ts';
 import { RecordArena } from '../services/store/record-arena.ts';
+import { createStoreMetrics, type EngineStats } from '../services/store/store-metrics.ts';
+import { parseExposition, sampleValue } from './helpers/exposition.ts';
 
 const sources: ThreadPageSource[] = [];
 afterEach(async () => {
@@ -96,10 +99,12 @@ describe('page sources', () => {
     const source = new ThreadPageSource({ onFallback: (why) => said.push(why), roundTripLimitMs: 0 });
     sources.push(source);
     await source.ready();
+    expect(source.fellBack).toBe(false);
     // (An answer can only beat a wait of 0 ms if the thread answers before the caller
     // waits, nanoseconds after asking; the loop makes that race irrelevant.)
     for (let i = 0; i < 100 && source.threaded; i++) expect(source.alloc(65536).byteLength).toBe(65536);
     expect(source.threaded).toBe(false);
+    expect(source.fellBack).toBe(true); // what kvstore_memory_arena_page_thread_fallbacks_total reads
     expect(source.alloc(131072).byteLength).toBe(131072);
     await source.close();
     expect(said).toEqual(['a page of 65536 bytes took over 0 ms']);
@@ -110,6 +115,26 @@ describe('page sources', () => {
     await closed.close();
     expect(closed.alloc(4096).byteLength).toBe(4096);
     expect(quiet).toEqual([]);
+    expect(closed.fellBack).toBe(false); // closing is not falling back
+  });
+
+  it("the store's metrics show where pages come from and whether the thread was given up", async () => {
+    const engine = Object.fromEntries(
+      ['usageBytes', 'keyCount', 'maxMemoryBytes', 'evictions', 'footprintEvictions', 'arenaBytes', 'footprintBytes', 'footprintLimitBytes', 'gcBallastBytes', 'expired', 'hits', 'misses', 'expiryBacklog'].map((k) => [k, 0]),
+    ) as unknown as EngineStats;
+    const read = async (arenaPages?: ThreadPageSource) => {
+      const registry = new Registry();
+      createStoreMetrics({ registry, engine, connections: () => 0, maxConnections: 1, arenaPages });
+      const e = parseExposition(await registry.metrics());
+      return [sampleValue(e, 'kvstore_memory_arena_pages_threaded'), sampleValue(e, 'kvstore_memory_arena_page_thread_fallbacks_total')];
+    };
+    const source = new ThreadPageSource({ roundTripLimitMs: 0 });
+    sources.push(source);
+    await source.ready();
+    expect(await read(source)).toEqual([1, 0]);
+    for (let i = 0; i < 100 && source.threaded; i++) source.alloc(65536);
+    expect(await read(source)).toEqual([0, 1]);
+    expect(await read(undefined)).toEqual([0, 0]); // no thread from the start (not glibc)
   });
 
   it('once its thread is gone, a source gives pages from this thread', async () => {

@@ -343,6 +343,10 @@ describe('main.ts', () => {
       // A threshold the operator set is kept.
       expect(ready(own).mallocMmapThreshold).toBe(131072);
     }
+    // The metrics say the same as the ready line, and that the thread was not given up.
+    const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${ready(bare).metricsPort as number}/metrics`)).text());
+    expect(sampleValue(metrics, 'kvstore_memory_arena_pages_threaded')).toBe(ready(bare).arenaPagesThreaded ? 1 : 0);
+    expect(sampleValue(metrics, 'kvstore_memory_arena_page_thread_fallbacks_total')).toBe(0);
     expect(await bare.stop('SIGTERM')).toBe(0);
     expect(await own.stop('SIGTERM')).toBe(0);
   });

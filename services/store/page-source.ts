@@ -84,8 +84,10 @@ export class ThreadPageSource implements PageSource {
   readonly #ahead = new Map<number, ArrayBuffer>();
   /** Sizes of pages asked for and not yet received (one at most of each). */
   readonly #asked = new Set<number>();
-  /** Set when the thread failed or was too slow: pages come from this thread from then on. */
+  /** Set when the thread failed or was too slow (or on close): pages come from this thread from then on. */
   #failed = false;
+  /** Set when it fell back (not on close): what the fallback metric and alert read. */
+  #fellBack = false;
   readonly #started: Promise<void>;
 
   readonly #onFallback: (why: string) => void;
@@ -120,6 +122,11 @@ export class ThreadPageSource implements PageSource {
   /** Whether pages still come from the thread (false once it failed). */
   get threaded(): boolean {
     return !this.#failed;
+  }
+
+  /** Whether the thread was given up while in use (it failed, exited or was too slow): pages come from the serving thread since. */
+  get fellBack(): boolean {
+    return this.#fellBack;
   }
 
   /** Pages received ahead and not handed out yet (a page per size class in use, at most). */
@@ -185,6 +192,7 @@ export class ThreadPageSource implements PageSource {
   #fallBack(why: string): void {
     if (this.#failed) return;
     this.#failed = true;
+    this.#fellBack = true;
     this.#dropAhead();
     this.#onFallback(why);
   }

@@ -63,6 +63,8 @@ export interface StoreMetricsOptions {
   readonly connections: () => number;
   /** The MAX_CONNECTIONS limit, exported so alerts and dashboards can compare against it. */
   readonly maxConnections: number;
+  /** Where the record arena's pages come from (page-source.ts); omitted: the serving thread, from the start. */
+  readonly arenaPages?: { readonly threaded: boolean; readonly fellBack: boolean };
 }
 
 /** Counts kept by the server; plain fields and arrays so recording is a few adds. */
@@ -103,7 +105,7 @@ export class StoreMetrics {
 }
 
 /** Registers every store metric on `registry` and returns the counts the server feeds. */
-export function createStoreMetrics({ registry, engine, connections, maxConnections }: StoreMetricsOptions): StoreMetrics {
+export function createStoreMetrics({ registry, engine, connections, maxConnections, arenaPages }: StoreMetricsOptions): StoreMetrics {
   const m = new StoreMetrics();
   const registers = [registry];
   const reset = () => m.reset();
@@ -175,6 +177,16 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
     'kvstore_memory_gc_ballast_bytes',
     'Bytes of buffers mapped but never written (no resident memory) that stand, in V8\'s count of external memory, for the data\'s growth to come, so that growth starts no garbage collection; nodejs_external_memory_bytes includes them.',
     () => engine.gcBallastBytes,
+  );
+  gauge(
+    'kvstore_memory_arena_pages_threaded',
+    'Whether the record arena\'s pages come from a thread of their own (1), whose malloc maps each one, so that freed records go back to the OS; 0 when they come from the serving thread (no glibc, or the thread was given up: kvstore_memory_arena_page_thread_fallbacks_total).',
+    () => (arenaPages?.threaded ? 1 : 0),
+  );
+  counter(
+    'kvstore_memory_arena_page_thread_fallbacks_total',
+    'Times the page thread was given up while in use (it failed, exited, or took over 1 s for a page): 0 or 1, as pages come from the serving thread from then on.',
+    () => (arenaPages?.fellBack ? 1 : 0),
   );
   counter('kvstore_evictions_total', 'Keys evicted to make room (EVICTION_POLICY=lru).', () => engine.evictions);
   counter('kvstore_memory_footprint_evictions_total', 'Of kvstore_evictions_total, keys evicted because the memory footprint limit was reached before the usage cap.', () => engine.footprintEvictions);

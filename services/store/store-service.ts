@@ -133,7 +133,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     socket.once('close', () => probeSockets.delete(socket));
   };
   let server: StoreServer | undefined;
-  const metrics = createStoreMetrics({ registry, engine, connections: () => server?.connectionCount ?? 0, maxConnections: config.maxConnections });
+  const metrics = createStoreMetrics({ registry, engine, connections: () => server?.connectionCount ?? 0, maxConnections: config.maxConnections, arenaPages: threadPages });
   server = new StoreServer({
     engine,
     metrics,
