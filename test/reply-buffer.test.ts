@@ -90,6 +90,19 @@ describe('ReplyBuffer writes', () => {
     expect((await got).toString() === expected).toBe(true);
   });
 
+  it('leaves an encrypted socket to its stream: its handle would give the plain TCP descriptor', async () => {
+    const pair = await socketPair();
+    open.push(pair);
+    // What tls.TLSSocket says of itself; its handle would answer `fd` with the TCP connection's.
+    Object.defineProperty(pair.server, 'encrypted', { value: true });
+    const replies = new ReplyBuffer(new ReplyBufferPool());
+    const got = receive(pair.client, 'OK\n'.length);
+    replies.ascii('OK\n');
+    replies.writeTo(pair.server);
+    expect((await got).toString()).toBe('OK\n');
+    expect(pair.server.bytesWritten).toBe(3); // through socket.write, which a TLS socket encrypts
+  });
+
   it('never overtakes bytes the socket holds queued', async () => {
     const pair = await socketPair();
     open.push(pair);

@@ -31,8 +31,12 @@ import { latin1Write } from '../shared/buffer-internals.ts';
  * What the kernel did not take is queued with socket.write by the caller, so the order of
  * the bytes and the stream's backpressure ('drain', writableLength) are as before; an
  * error is left to socket.write too, which reports it the usual way.
+ *
+ * Never on an encrypted socket: a TLS handle answers `fd` with its TCP connection's, and
+ * bytes written there would go out unencrypted.
  */
 function writeNow(socket: Socket, buf: Buffer, n: number): number {
+  if ((socket as unknown as SocketInternals).encrypted === true) return -1;
   const fd = (socket as unknown as SocketInternals)._handle?.fd ?? -1;
   if (!(fd >= 0)) return -1;
   try {
@@ -44,6 +48,8 @@ function writeNow(socket: Socket, buf: Buffer, n: number): number {
 
 interface SocketInternals {
   readonly _handle: { readonly fd?: number } | null;
+  /** tls.TLSSocket's (always true there). */
+  readonly encrypted?: boolean;
 }
 
 /** Size of a pooled buffer: a connection's reply bound (64 KiB) plus a reply of a few KB. */
