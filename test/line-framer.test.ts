@@ -151,6 +151,29 @@ describe('LineFramer: append() and deliver(n), the consumer pulling lines', () =
     expect(framer.deliver(5)).toBe(0);
   });
 
+  it('frames only the range appended: bytes past its end, an LF among them, are not its own', () => {
+    const { framer, out } = pullFramer(100);
+    const held = b('xxGET a\nSET b 1\nGET c\nzz\n'); // ranges of a buffer of copies, as the store's held reads
+    framer.append(held, 2, 8); // 'GET a\n'
+    expect(framer.deliver(10)).toBe(1);
+    framer.append(held, 8, 18); // 'SET b 1\nGE': a line and a partial one, with 'T c\n' after the range
+    expect(framer.deliver(10)).toBe(1);
+    expect(framer.hasUnframedInput).toBe(false); // 'GE' is held as the start of a line
+    expect(framer.bufferedBytes).toBe(2);
+    framer.append(b('T d\n'));
+    expect(framer.deliver(10)).toBe(1);
+    expect(out.lines).toEqual(['GET a', 'SET b 1', 'GET d']);
+    // A range held behind another, and ownHeldInput() copying only the range.
+    framer.append(held, 2, 8);
+    framer.append(held, 8, 16);
+    framer.ownHeldInput();
+    held.fill(0x21);
+    expect(framer.deliver(10)).toBe(2);
+    expect(out.lines.slice(3)).toEqual(['GET a', 'SET b 1']);
+    framer.append(held, 3, 3); // empty: nothing
+    expect(framer.hasUnframedInput).toBe(false);
+  });
+
   it('ownHeldInput() copies what it holds, so the appended buffers may be overwritten', () => {
     const { framer, out } = pullFramer(100);
     const shared = b('one\ntwo\nthr');

@@ -24,9 +24,10 @@ const CR = 0x0d;
 export class LineFramer {
   readonly maxLineBytes: number;
   readonly #sink: LineSink;
-  /** The chunk being framed, from #pos; null when all input is framed. */
+  /** The chunk being framed, its bytes [#pos, #end); null when all input is framed. */
   #chunk: Buffer | null = null;
   #pos = 0;
+  #end = 0;
   /** Chunks appended while #chunk was still held, in order (rare: reading pauses then). */
   #queued: Buffer[] = [];
   /** Pieces of a line whose LF has not arrived (copies). */
@@ -63,14 +64,19 @@ export class LineFramer {
     this.deliver(Infinity);
   }
 
-  /** Holds a chunk for deliver(). */
-  append(chunk: Buffer): void {
-    if (this.#overflowed || this.#stopped || chunk.length === 0) return;
+  /**
+   * Holds chunk[start, end) for deliver(). A range rather than a view (subarray) of it:
+   * the store appends every read of one command this way, and a view per read was half
+   * of its garbage at pipeline depth 1.
+   */
+  append(chunk: Buffer, start = 0, end = chunk.length): void {
+    if (this.#overflowed || this.#stopped || end <= start) return;
     if (this.#chunk === null) {
       this.#chunk = chunk;
-      this.#pos = 0;
+      this.#pos = start;
+      this.#end = end;
     } else {
-      this.#queued.push(chunk);
+      this.#queued.push(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
     }
   }
 
@@ -83,10 +89,13 @@ export class LineFramer {
     while (delivered < maxLines && this.#chunk !== null && !this.#stopped && !this.#overflowed) {
       const chunk = this.#chunk;
       const pos = this.#pos;
-      const lf = chunk.indexOf(LF, pos);
+      const end = this.#end;
+      // (Past `end` the buffer may hold other bytes, and an LF there is not this chunk's.)
+      let lf = chunk.indexOf(LF, pos);
+      if (lf >= end) lf = -1;
       if (lf === -1) {
         this.#nextChunk();
-        this.#hold(chunk, pos);
+        this.#hold(chunk, pos, end);
         continue;
       }
       let more: unknown;
@@ -96,11 +105,11 @@ export class LineFramer {
         const line = Buffer.concat(this.#pending, this.#pendingBytes + lf - pos);
         this.#pending = [];
         this.#pendingBytes = 0;
-        this.#advance(chunk, lf + 1);
+        this.#advance(lf + 1);
         more = this.#deliver(line, 0, line.length);
       } else {
         if (lf - pos > this.maxLineBytes) return this.#overflow(), delivered;
-        this.#advance(chunk, lf + 1);
+        this.#advance(lf + 1);
         more = this.#deliver(chunk, pos, lf);
       }
       delivered++;
@@ -115,8 +124,9 @@ export class LineFramer {
    */
   ownHeldInput(): void {
     if (this.#chunk === null) return;
-    this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos));
+    this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos, this.#end));
     this.#pos = 0;
+    this.#end = this.#chunk.length;
     for (let i = 0; i < this.#queued.length; i++) this.#queued[i] = Buffer.from(this.#queued[i]!);
   }
 
@@ -129,14 +139,16 @@ export class LineFramer {
     this.#pendingBytes = 0;
   }
 
-  #advance(chunk: Buffer, to: number): void {
-    if (to < chunk.length) this.#pos = to;
+  #advance(to: number): void {
+    if (to < this.#end) this.#pos = to;
     else this.#nextChunk();
   }
 
   #nextChunk(): void {
-    this.#chunk = this.#queued.length > 0 ? this.#queued.shift()! : null;
+    const next = this.#queued.length > 0 ? this.#queued.shift()! : null;
+    this.#chunk = next;
     this.#pos = 0;
+    this.#end = next === null ? 0 : next.length;
   }
 
   #deliver(buf: Buffer, start: number, end: number): unknown {
@@ -144,11 +156,11 @@ export class LineFramer {
     return this.#sink.onLine(buf, start, end);
   }
 
-  #hold(chunk: Buffer, from: number): void {
-    const rest = chunk.length - from;
+  #hold(chunk: Buffer, from: number, end: number): void {
+    const rest = end - from;
     if (this.#pendingBytes + rest > this.maxLineBytes) return this.#overflow();
     // Copy the tail so a partial line never pins the whole socket chunk.
-    this.#pending.push(Buffer.from(chunk.subarray(from)));
+    this.#pending.push(Buffer.from(chunk.subarray(from, end)));
     this.#pendingBytes += rest;
   }
 

@@ -197,11 +197,12 @@ export class ClientConnection implements TurnWork {
       this.#activeAt = performance.now();
       return; // after QUIT, an over-long line or shutdown the rest is read and dropped
     }
-    const held = this.#ctx.runner.prefetchOrHold(buf, n, !this.#framer.hasUnframedInput);
-    if (held !== null) {
+    const runner = this.#ctx.runner;
+    const at = runner.prefetchOrHold(buf, n, !this.#framer.hasUnframedInput);
+    if (at >= 0) {
       // A read of one command: run at the end of the turn, prefetched with the others'.
       // It is active from then (runHeldRead): no timer, so no idle sweep, runs before.
-      this.#framer.append(held);
+      this.#framer.append(runner.heldInput, at, at + n);
       this.#ctx.turns.runHeldAtEndOfTurn(this);
       return;
     }

@@ -46,18 +46,24 @@ export class CommandRunner {
 
   /**
    * Input buf[0, n) has arrived: before its lines run one by one, the engine loads what
-   * their lookups will touch, all at once (StoreEngine.prefetch), and null is returned:
-   * run them now. A read of one command (a client that waits for each reply) has nothing
-   * to overlap with: when `mayHold` (the connection holds no earlier input), it is copied
-   * and the copy returned, to be run at the end of the turn (turn-scheduler.ts), after
-   * prefetchHeld() has prefetched the turn's one-line reads together (OneLineReads).
+   * their lookups will touch, all at once (StoreEngine.prefetch), and -1 is returned: run
+   * them now. A read of one command (a client that waits for each reply) has nothing to
+   * overlap with: when `mayHold` (the connection holds no earlier input), it is copied to
+   * heldInput[at, at + n) and `at` returned, to be run at the end of the turn
+   * (turn-scheduler.ts), after prefetchHeld() has prefetched the turn's one-line reads
+   * together (OneLineReads).
    */
-  prefetchOrHold(buf: Buffer, n: number, mayHold: boolean): Buffer | null {
+  prefetchOrHold(buf: Buffer, n: number, mayHold: boolean): number {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const count = scanKeys(buf, n, this.#keyStarts, this.#keyEnds);
     if (count > 1) this.#engine.prefetch(buf, this.#keyStarts, this.#keyEnds, count);
     else if (count === 1 && mayHold) return this.#oneLineReads.hold(buf, n, this.#keyStarts[0]!, this.#keyEnds[0]!);
-    return null;
+    return -1;
+  }
+
+  /** The buffer of the held copies (prefetchOrHold). */
+  get heldInput(): Buffer {
+    return this.#oneLineReads.input;
   }
 
   /**
@@ -71,7 +77,7 @@ export class CommandRunner {
     return now;
   }
 
-  /** After they ran: the copies returned by prefetchOrHold() are no longer valid. */
+  /** After they ran: the copies made by prefetchOrHold() are no longer valid. */
   releaseHeld(): void {
     this.#oneLineReads.release();
   }

@@ -16,8 +16,9 @@ const INPUT_BYTES = 64 * 1024;
  * the order they were read; their replies go out at the end of the same turn as before.
  *
  * The bytes are copied (the shared read buffer is overwritten by the next read) into one
- * buffer, with each read's key, up to PREFETCH_BATCH reads a turn. A read that finds the
- * batch full runs at once, the way every read ran before.
+ * buffer, with each read's key, up to PREFETCH_BATCH reads a turn, and a copy is handed
+ * out as its range of that buffer (no view object per read). A read that finds the batch
+ * full runs at once, the way every read ran before.
  */
 export class OneLineReads {
   readonly #input = Buffer.allocUnsafeSlow(INPUT_BYTES);
@@ -31,20 +32,25 @@ export class OneLineReads {
     return this.#count;
   }
 
+  /** The buffer the copies are in: hold()'s copy is input[at, at + n). */
+  get input(): Buffer {
+    return this.#input;
+  }
+
   /**
-   * Copies the read buf[0, n), whose one key is buf[keyStart, keyEnd); returns the copy,
-   * valid until release(), or null when the batch is full.
+   * Copies the read buf[0, n), whose one key is buf[keyStart, keyEnd); returns where the
+   * copy starts in `input` (valid until release()), or -1 when the batch is full.
    */
-  hold(buf: Buffer, n: number, keyStart: number, keyEnd: number): Buffer | null {
+  hold(buf: Buffer, n: number, keyStart: number, keyEnd: number): number {
     const at = this.#used;
     const k = this.#count;
-    if (k === PREFETCH_BATCH || at + n > INPUT_BYTES) return null;
+    if (k === PREFETCH_BATCH || at + n > INPUT_BYTES) return -1;
     buf.copy(this.#input, at, 0, n);
     this.#starts[k] = at + keyStart;
     this.#ends[k] = at + keyEnd;
     this.#count = k + 1;
     this.#used = at + n;
-    return this.#input.subarray(at, at + n);
+    return at;
   }
 
   /** Once every read of the turn is in: the engine loads what their lookups will touch. */
