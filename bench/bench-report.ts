@@ -20,6 +20,8 @@ export interface DepthRuns {
   readonly redis: StoreRun | undefined;
   /** kvstack/Redis ops/s of each round, in order. */
   readonly roundRatios: readonly number[];
+  /** Each round's kvstack and Redis runs, in order: server CPU µs/op and the machine's steal ms (undefined without /proc). */
+  readonly roundFigures: readonly { readonly kvstackCpu?: number; readonly redisCpu?: number; readonly kvstackSteal?: number; readonly redisSteal?: number }[];
   /** Median server CPU per operation over the rounds, µs (undefined without /proc). */
   readonly serverCpuUsPerOp: { readonly kvstack: number | undefined; readonly redis: number | undefined };
   /** Median steal time of a round, ms. */
@@ -67,6 +69,12 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
   const withRounds = depths.filter((d) => d.redis && d.roundRatios.length > 1);
   if (withRounds.length > 0) {
     lines.push('', ...withRounds.map((d) => `depth ${d.depth}: kvstack/Redis ops/s per round ${d.roundRatios.map((x) => x.toFixed(2) + 'x').join(', ')}`));
+    // A round whose two runs had very different steal says more about the machine than the servers.
+    for (const d of withRounds) {
+      if (d.roundFigures.every((f) => f.kvstackCpu === undefined)) continue;
+      const round = (f: DepthRuns['roundFigures'][number]) => `${fmt(f.kvstackCpu, 2)}/${fmt(f.redisCpu, 2)} µs (steal ${fmt(f.kvstackSteal)}/${fmt(f.redisSteal)} ms)`;
+      lines.push(`depth ${d.depth}: server CPU per op, kvstack/Redis, per round ${d.roundFigures.map(round).join(', ')}`);
+    }
   }
   if (memory) {
     lines.push('', `memory: (RSS after loading − RSS of the empty process) / keys, via ${memory.kvstack.method}; ${memory.kvstack.note}${memory.redis ? `; Redis ${memory.redis.note}` : ''}`);

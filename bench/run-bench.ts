@@ -92,6 +92,12 @@ async function main(): Promise<void> {
       kvstack: median(runs.kvstack)!,
       redis: median(runs.redis),
       roundRatios: runs.redis.map((r, i) => runs.kvstack[i]!.result.opsPerSec / r.result.opsPerSec),
+      roundFigures: runs.redis.map((r, i) => ({
+        kvstackCpu: runs.kvstack[i]!.serverCpuUsPerOp,
+        redisCpu: r.serverCpuUsPerOp,
+        kvstackSteal: runs.kvstack[i]!.stealMs,
+        redisSteal: r.stealMs,
+      })),
       serverCpuUsPerOp: { kvstack: medianOf(runs.kvstack.map((r) => r.serverCpuUsPerOp)), redis: medianOf(runs.redis.map((r) => r.serverCpuUsPerOp)) },
       stealMs: { kvstack: medianOf(runs.kvstack.map((r) => r.stealMs)), redis: medianOf(runs.redis.map((r) => r.stealMs)) },
     });
