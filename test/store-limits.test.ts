@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
 import { RESULT_OK } from '../services/store/store-metrics.ts';
+import { REPLY_BOUND_BYTES } from '../services/store/client-connection.ts';
 import { sweepPeriodMs } from '../services/store/store-server.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
@@ -158,8 +159,10 @@ describe('backpressure', () => {
 
     const slow = await nonReader(store.port);
     slow.write('GET big\n'.repeat(5000));
-    // Paused with replies still queued: the kernel buffers are full, and only the client reading can change that.
-    const stuck = () => store.service.server.connectionFlows().find((f) => f.paused && f.writableLength > 0);
+    // Paused with the reply bound queued in the socket: the kernel buffers are full, and only
+    // the client reading can change that. (With less queued the connection still has room,
+    // and runs more of its commands in the turns to come.)
+    const stuck = () => store.service.server.connectionFlows().find((f) => f.paused && f.writableLength >= REPLY_BOUND_BYTES);
     await vi.waitFor(() => expect(stuck()).toBeDefined(), { timeout: 10_000, interval: 5 });
     const flow = () => stuck()!;
     const answered = gets(store);
