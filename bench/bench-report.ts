@@ -3,6 +3,7 @@
 import type { MemoryResult } from './bench-memory.ts';
 import type { HttpRun, StoreRun } from './bench-processes.ts';
 import type { Settings } from './bench-settings.ts';
+import { median, medianBy } from './median.ts';
 
 export const fmt = (n: number | undefined, digits = 0) =>
   n === undefined || Number.isNaN(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -13,20 +14,15 @@ export function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('   ')).join('\n');
 }
 
+/** One depth's runs of each system, round by round (no Redis runs without Redis). */
 export interface DepthRuns {
   readonly depth: number;
-  /** The median rounds. */
-  readonly kvstack: StoreRun;
-  readonly redis: StoreRun | undefined;
-  /** kvstack/Redis ops/s of each round, in order. */
-  readonly roundRatios: readonly number[];
-  /** Each round's kvstack and Redis runs, in order: server CPU µs/op and the machine's steal ms (undefined without /proc). */
-  readonly roundFigures: readonly { readonly kvstackCpu?: number; readonly redisCpu?: number; readonly kvstackSteal?: number; readonly redisSteal?: number }[];
-  /** Median server CPU per operation over the rounds, µs (undefined without /proc). */
-  readonly serverCpuUsPerOp: { readonly kvstack: number | undefined; readonly redis: number | undefined };
-  /** Median steal time of a round, ms. */
-  readonly stealMs: { readonly kvstack: number | undefined; readonly redis: number | undefined };
+  readonly kvstack: readonly StoreRun[];
+  readonly redis: readonly StoreRun[];
 }
+
+/** The run with the median ops/s: the figure reported for a system at a depth. */
+export const medianRun = (runs: readonly StoreRun[]): StoreRun | undefined => medianBy(runs, (x) => x.result.opsPerSec);
 
 export interface ReportInput {
   readonly settings: Settings;
@@ -40,9 +36,11 @@ export interface ReportInput {
 
 export function renderReport({ settings: s, cpus, client, depths, memory, http, commands }: ReportInput): string {
   const rows: string[][] = [['', 'kvstack', 'Redis', 'kvstack/Redis']];
-  for (const { depth: d, kvstack, redis, serverCpuUsPerOp: cpu, stealMs } of depths) {
-    const k = kvstack.result;
-    const r = redis?.result;
+  for (const { depth: d, kvstack: kvstackRuns, redis: redisRuns } of depths) {
+    const k = medianRun(kvstackRuns)!.result;
+    const r = medianRun(redisRuns)?.result;
+    const cpu = { kvstack: median(kvstackRuns.map((x) => x.serverCpuUsPerOp)), redis: median(redisRuns.map((x) => x.serverCpuUsPerOp)) };
+    const stealMs = { kvstack: median(kvstackRuns.map((x) => x.stealMs)), redis: median(redisRuns.map((x) => x.stealMs)) };
     rows.push([`depth ${d}: ops/s`, fmt(k.opsPerSec), fmt(r?.opsPerSec), ratio(k.opsPerSec, r?.opsPerSec)]);
     if (cpu.kvstack !== undefined) rows.push([`depth ${d}: server CPU µs/op`, fmt(cpu.kvstack, 2), fmt(cpu.redis, 2), ratio(cpu.kvstack, cpu.redis)]);
     const kc = 'clientCpuPct' in k ? k.clientCpuPct : undefined;
@@ -66,14 +64,14 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
     '',
     table(rows),
   ];
-  const withRounds = depths.filter((d) => d.redis && d.roundRatios.length > 1);
+  const withRounds = depths.filter((d) => d.redis.length > 1);
   if (withRounds.length > 0) {
-    lines.push('', ...withRounds.map((d) => `depth ${d.depth}: kvstack/Redis ops/s per round ${d.roundRatios.map((x) => x.toFixed(2) + 'x').join(', ')}`));
+    lines.push('', ...withRounds.map((d) => `depth ${d.depth}: kvstack/Redis ops/s per round ${d.redis.map((r, i) => ratio(d.kvstack[i]!.result.opsPerSec, r.result.opsPerSec)).join(', ')}`));
     // A round whose two runs had very different steal says more about the machine than the servers.
     for (const d of withRounds) {
-      if (d.roundFigures.every((f) => f.kvstackCpu === undefined)) continue;
-      const round = (f: DepthRuns['roundFigures'][number]) => `${fmt(f.kvstackCpu, 2)}/${fmt(f.redisCpu, 2)} µs (steal ${fmt(f.kvstackSteal)}/${fmt(f.redisSteal)} ms)`;
-      lines.push(`depth ${d.depth}: server CPU per op, kvstack/Redis, per round ${d.roundFigures.map(round).join(', ')}`);
+      if (d.kvstack.every((k) => k.serverCpuUsPerOp === undefined)) continue;
+      const round = (k: StoreRun, r: StoreRun) => `${fmt(k.serverCpuUsPerOp, 2)}/${fmt(r.serverCpuUsPerOp, 2)} µs (steal ${fmt(k.stealMs)}/${fmt(r.stealMs)} ms)`;
+      lines.push(`depth ${d.depth}: server CPU per op, kvstack/Redis, per round ${d.redis.map((r, i) => round(d.kvstack[i]!, r)).join(', ')}`);
     }
   }
   if (memory) {

@@ -11,11 +11,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus as machineCpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { median as medianOf, medianBy } from './median.ts';
 import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
 import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './bench-processes.ts';
 import { coresBetween, CpuTrace, machineStealSeconds, type CpuSample } from './process-cpu.ts';
-import { fmt, renderReport, type DepthRuns } from './bench-report.ts';
+import { fmt, medianRun, renderReport, type DepthRuns } from './bench-report.ts';
 import { settings, type Settings } from './bench-settings.ts';
 
 type System = 'kvstack' | 'redis';
@@ -86,24 +85,10 @@ async function main(): Promise<void> {
     }
     commands.push(`bench:   ${runs.kvstack[0]!.command}`);
     if (runs.redis[0]) commands.push(`bench:   ${runs.redis[0].command}`);
-    const median = (r: StoreRun[]) => medianBy(r, (x) => x.result.opsPerSec);
-    depths.push({
-      depth,
-      kvstack: median(runs.kvstack)!,
-      redis: median(runs.redis),
-      roundRatios: runs.redis.map((r, i) => runs.kvstack[i]!.result.opsPerSec / r.result.opsPerSec),
-      roundFigures: runs.redis.map((r, i) => ({
-        kvstackCpu: runs.kvstack[i]!.serverCpuUsPerOp,
-        redisCpu: r.serverCpuUsPerOp,
-        kvstackSteal: runs.kvstack[i]!.stealMs,
-        redisSteal: r.stealMs,
-      })),
-      serverCpuUsPerOp: { kvstack: medianOf(runs.kvstack.map((r) => r.serverCpuUsPerOp)), redis: medianOf(runs.redis.map((r) => r.serverCpuUsPerOp)) },
-      stealMs: { kvstack: medianOf(runs.kvstack.map((r) => r.stealMs)), redis: medianOf(runs.redis.map((r) => r.stealMs)) },
-    });
+    depths.push({ depth, ...runs });
     rounds[`depth${depth}`] = {
-      kvstack: median(runs.kvstack)!.result,
-      redis: median(runs.redis)?.result ?? null,
+      kvstack: medianRun(runs.kvstack)!.result,
+      redis: medianRun(runs.redis)?.result ?? null,
       rounds: runs.kvstack.map((k, i) => ({
         kvstack: k.result.opsPerSec,
         redis: runs.redis[i]?.result.opsPerSec ?? null,

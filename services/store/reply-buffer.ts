@@ -36,8 +36,9 @@ import { latin1Write } from '../shared/buffer-internals.ts';
  * bytes written there would go out unencrypted.
  */
 function writeNow(socket: Socket, buf: Buffer, n: number): number {
-  if ((socket as unknown as SocketInternals).encrypted === true) return -1;
-  const fd = (socket as unknown as SocketInternals)._handle?.fd ?? -1;
+  const internals = socket as unknown as SocketInternals;
+  if (internals.encrypted === true) return -1;
+  const fd = internals._handle?.fd ?? -1;
   if (!(fd >= 0)) return -1;
   try {
     return writeSync(fd, buf, 0, n);

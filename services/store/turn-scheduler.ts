@@ -25,31 +25,48 @@ const RESUMING = 2;
 const HOLDING = 4;
 
 /**
- * A list of work that is run and emptied every turn, and kept: its array keeps the room
- * it grew to. (A fresh array each turn, grown push by push, was a third of the store's
- * garbage at pipeline depth 1: a young-generation collection every ~125 ms.)
+ * Work waiting for a turn end, in the order it was added, each at most once (its bit in
+ * turnQueues says it is queued). Kept from turn to turn with a spare: runEach swaps the
+ * queued work out first, so work added while it runs (a connection asking for a later
+ * turn) waits for the next call, and neither array is made again (a fresh array each turn,
+ * grown push by push, was a third of the store's garbage at pipeline depth 1).
  */
-class WorkList {
-  readonly #items: (TurnWork | undefined)[] = [];
+class WorkQueue {
+  readonly #flag: number;
+  #items: (TurnWork | undefined)[] = [];
+  #spare: (TurnWork | undefined)[] = [];
   #length = 0;
+
+  constructor(flag: number) {
+    this.#flag = flag;
+  }
 
   get length(): number {
     return this.#length;
   }
 
-  push(work: TurnWork): void {
+  add(work: TurnWork): void {
+    if ((work.turnQueues & this.#flag) !== 0) return;
+    work.turnQueues |= this.#flag;
     this.#items[this.#length++] = work;
   }
 
-  /** The item at `i` (< length). */
-  at(i: number): TurnWork {
-    return this.#items[i]!;
-  }
-
-  /** Empties the list, keeping its room; no closed connection stays reachable from it. */
-  clear(): void {
-    this.#items.fill(undefined, 0, this.#length);
+  /** Calls `run` on each queued work in order, taking it off the queue first. */
+  runEach(run: (work: TurnWork) => void): void {
+    const items = this.#items;
+    const n = this.#length;
+    this.#items = this.#spare;
+    this.#spare = items;
     this.#length = 0;
+    try {
+      for (let i = 0; i < n; i++) {
+        const work = items[i]!;
+        work.turnQueues &= ~this.#flag;
+        run(work);
+      }
+    } finally {
+      items.fill(undefined, 0, n); // no closed connection stays reachable from here
+    }
   }
 }
 
@@ -70,88 +87,45 @@ class WorkList {
  * could resume in the second, before the next poll phase has served the others.
  */
 export class TurnScheduler {
-  // Each list has a spare: the one being run is swapped out first, so that work added
-  // while it runs (a connection asking for a later turn) goes to the next turn's.
-  #ending = new WorkList();
-  #endingSpare = new WorkList();
-  #resuming = new WorkList();
-  #resumingSpare = new WorkList();
-  #holding = new WorkList();
-  #holdingSpare = new WorkList();
+  readonly #ending = new WorkQueue(ENDING);
+  readonly #resuming = new WorkQueue(RESUMING);
+  readonly #holding = new WorkQueue(HOLDING);
   readonly #heldReads: HeldReadsHooks;
   readonly #turnEnd = new TurnEnd(() => this.#run());
+  /** The held reads' start time, for #runHeld. */
+  #heldNow = 0;
+  // Made once: a closure per turn would be garbage per turn.
+  readonly #resume = (w: TurnWork): void => w.resumeTurn(); // it joins #ending
+  readonly #runHeld = (w: TurnWork): void => w.runHeldRead(this.#heldNow); // it joins #ending
+  readonly #end = (w: TurnWork): void => w.endTurn(); // may ask for a later turn: served at the next turn end
 
   constructor(heldReads: HeldReadsHooks) {
     this.#heldReads = heldReads;
   }
 
   #run(): void {
-    if (this.#resuming.length > 0) {
-      const resuming = this.#resuming;
-      this.#resuming = this.#resumingSpare;
-      this.#resumingSpare = resuming;
-      try {
-        for (let i = 0; i < resuming.length; i++) {
-          const w = resuming.at(i);
-          w.turnQueues &= ~RESUMING;
-          w.resumeTurn(); // it joins #ending
-        }
-      } finally {
-        resuming.clear(); // (after a throw too: the list is swapped back in later, and must start empty)
-      }
-    }
+    if (this.#resuming.length > 0) this.#resuming.runEach(this.#resume);
     if (this.#holding.length > 0) {
-      const holding = this.#holding;
-      this.#holding = this.#holdingSpare;
-      this.#holdingSpare = holding;
-      const now = this.#heldReads.before();
-      try {
-        for (let i = 0; i < holding.length; i++) {
-          const w = holding.at(i);
-          w.turnQueues &= ~HOLDING;
-          w.runHeldRead(now); // it joins #ending
-        }
-      } finally {
-        holding.clear();
-      }
+      this.#heldNow = this.#heldReads.before();
+      this.#holding.runEach(this.#runHeld);
       this.#heldReads.after();
     }
-    const ending = this.#ending;
-    this.#ending = this.#endingSpare;
-    this.#endingSpare = ending;
-    try {
-      for (let i = 0; i < ending.length; i++) {
-        const w = ending.at(i);
-        w.turnQueues &= ~ENDING;
-        w.endTurn(); // may ask for a later turn: served at the next turn end
-      }
-    } finally {
-      ending.clear();
-    }
+    this.#ending.runEach(this.#end);
   }
 
   atEndOfTurn(work: TurnWork): void {
-    if ((work.turnQueues & ENDING) === 0) {
-      work.turnQueues |= ENDING;
-      this.#ending.push(work);
-    }
+    this.#ending.add(work);
     this.#turnEnd.request();
   }
 
   /** At the end of this turn, with the other held reads (before any connection's replies are written). */
   runHeldAtEndOfTurn(work: TurnWork): void {
-    if ((work.turnQueues & HOLDING) === 0) {
-      work.turnQueues |= HOLDING;
-      this.#holding.push(work);
-    }
+    this.#holding.add(work);
     this.#turnEnd.request();
   }
 
   inLaterTurn(work: TurnWork): void {
-    if ((work.turnQueues & RESUMING) === 0) {
-      work.turnQueues |= RESUMING;
-      this.#resuming.push(work);
-    }
+    this.#resuming.add(work);
     this.#turnEnd.request();
   }
 }
