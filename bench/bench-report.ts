@@ -24,6 +24,22 @@ export interface DepthRuns {
 /** The run with the median ops/s: the figure reported for a system at a depth. */
 export const medianRun = (runs: readonly StoreRun[]): StoreRun | undefined => medianBy(runs, (x) => x.result.opsPerSec);
 
+/**
+ * kvstack's ops/s over Redis's, round by round (the two runs of a round are back to back),
+ * and their median and range; undefined without Redis runs. On a shared virtual machine
+ * two runs of the same server a few seconds apart can differ by a quarter, so the ratio of
+ * the two medians can be set by one system's unlucky rounds; the median of the rounds'
+ * own ratios compares each kvstack run with the Redis run made next to it.
+ */
+export function roundRatios(d: DepthRuns): { readonly each: readonly number[]; readonly median: number; readonly min: number; readonly max: number } | undefined {
+  const each = d.redis.flatMap((r, i) => {
+    const k = d.kvstack[i];
+    return k !== undefined && r.result.opsPerSec > 0 ? [k.result.opsPerSec / r.result.opsPerSec] : [];
+  });
+  if (each.length === 0) return undefined;
+  return { each, median: median(each)!, min: Math.min(...each), max: Math.max(...each) };
+}
+
 export interface ReportInput {
   readonly settings: Settings;
   readonly cpus: number;
@@ -42,6 +58,10 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
     const cpu = { kvstack: median(kvstackRuns.map((x) => x.serverCpuUsPerOp)), redis: median(redisRuns.map((x) => x.serverCpuUsPerOp)) };
     const stealMs = { kvstack: median(kvstackRuns.map((x) => x.stealMs)), redis: median(redisRuns.map((x) => x.stealMs)) };
     rows.push([`depth ${d}: ops/s`, fmt(k.opsPerSec), fmt(r?.opsPerSec), ratio(k.opsPerSec, r?.opsPerSec)]);
+    const paired = roundRatios({ depth: d, kvstack: kvstackRuns, redis: redisRuns });
+    if (paired !== undefined && paired.each.length > 1) {
+      rows.push([`depth ${d}: ops/s, median of the rounds' ratios`, '', '', `${paired.median.toFixed(2)}x (${paired.min.toFixed(2)}-${paired.max.toFixed(2)})`]);
+    }
     if (cpu.kvstack !== undefined) rows.push([`depth ${d}: server CPU µs/op`, fmt(cpu.kvstack, 2), fmt(cpu.redis, 2), ratio(cpu.kvstack, cpu.redis)]);
     const kc = 'clientCpuPct' in k ? k.clientCpuPct : undefined;
     if (kc !== undefined) rows.push([`depth ${d}: client CPU %`, fmt(kc), fmt(r && 'clientCpuPct' in r ? r.clientCpuPct : undefined), '']);
@@ -58,7 +78,7 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
   const lines = [
     '',
     `kvstack benchmark — ${s.connections} connections, GET:SET 9:1, ${s.valueSize}-byte values, ${fmt(s.keyspace)} keys, ${s.duration} s per run, same client (${client}) for both`,
-    `median of ${s.rounds} interleaved round${s.rounds === 1 ? '' : 's'} per depth`,
+    `median of ${s.rounds} interleaved round${s.rounds === 1 ? '' : 's'} per depth; a round is a kvstack run and a Redis run back to back, and "median of the rounds' ratios" (with their range) compares each kvstack run with the Redis run next to it`,
     `${cpus} CPUs, Node ${process.version}; the servers and the client share the machine.`,
     'server CPU µs/op: the server process\'s CPU time (every thread) over the measured window / its operations (median of the rounds); client CPU %: the load generator\'s, of one core; machine steal: the time a virtual machine\'s hypervisor took its CPUs away during a run (/proc/stat; medians).',
     '',

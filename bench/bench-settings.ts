@@ -3,9 +3,9 @@ import { parseArgs } from 'node:util';
 
 export const HELP = `Usage: npm run bench -- [options]
 
-  --duration <s>       seconds per measured run (default 5; env BENCH_DURATION)
+  --duration <s>       seconds per measured run (default 3; env BENCH_DURATION)
   --rounds <n>         store runs per depth, kvstack and Redis interleaved; medians are
-                       reported (default 3; env BENCH_ROUNDS)
+                       reported (default 9; env BENCH_ROUNDS)
   --warmup <s>         unmeasured seconds before each run (default 1; env BENCH_WARMUP)
   --connections <n>    connections (default 50)
   --keyspace <n>       keys (default 100000)
@@ -71,8 +71,10 @@ export function settings(): Settings {
     return n;
   };
   return {
-    duration: num('--duration', values.duration ?? env.BENCH_DURATION, quick ? 2 : 5),
-    rounds: Math.max(1, Math.round(num('--rounds', values.rounds ?? env.BENCH_ROUNDS, quick ? 1 : 3))),
+    // Many short rounds rather than a few long ones: on a shared machine the runs' noise
+    // comes in stretches of seconds, which a longer run does not average away (README, Benchmarks).
+    duration: num('--duration', values.duration ?? env.BENCH_DURATION, quick ? 2 : 3),
+    rounds: Math.max(1, Math.round(num('--rounds', values.rounds ?? env.BENCH_ROUNDS, quick ? 1 : 9))),
     warmup: num('--warmup', values.warmup ?? env.BENCH_WARMUP, quick ? 0.5 : 1),
     connections: num('--connections', values.connections, 50),
     keyspace: num('--keyspace', values.keyspace, 100_000),

@@ -14,7 +14,7 @@ import { dirname, resolve } from 'node:path';
 import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
 import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './bench-processes.ts';
 import { coresBetween, CpuTrace, machineStealSeconds, type CpuSample } from './process-cpu.ts';
-import { fmt, medianRun, renderReport, type DepthRuns } from './bench-report.ts';
+import { fmt, medianRun, renderReport, roundRatios, type DepthRuns } from './bench-report.ts';
 import { settings, type Settings } from './bench-settings.ts';
 
 type System = 'kvstack' | 'redis';
@@ -85,10 +85,13 @@ async function main(): Promise<void> {
     }
     commands.push(`bench:   ${runs.kvstack[0]!.command}`);
     if (runs.redis[0]) commands.push(`bench:   ${runs.redis[0].command}`);
-    depths.push({ depth, ...runs });
+    const depthRuns: DepthRuns = { depth, ...runs };
+    depths.push(depthRuns);
+    const paired = roundRatios(depthRuns);
     rounds[`depth${depth}`] = {
       kvstack: medianRun(runs.kvstack)!.result,
       redis: medianRun(runs.redis)?.result ?? null,
+      roundRatio: paired === undefined ? null : { median: paired.median, min: paired.min, max: paired.max },
       rounds: runs.kvstack.map((k, i) => ({
         kvstack: k.result.opsPerSec,
         redis: runs.redis[i]?.result.opsPerSec ?? null,
