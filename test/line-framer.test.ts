@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LineFramer } from '../services/protocol/line-framer.ts';
+import { indexOfLf, LineFramer } from '../services/protocol/line-framer.ts';
 
 interface Framed {
   lines: string[];
@@ -142,7 +142,6 @@ describe('LineFramer: append() and deliver(n), the consumer pulling lines', () =
     const { framer, out } = pullFramer(100);
     framer.append(b('a\nb\nc'));
     framer.append(b('d\ne\n'));
-    expect(framer.hasUnframedInput).toBe(true);
     expect(framer.deliver(2)).toBe(2);
     expect(out.lines).toEqual(['a', 'b']);
     expect(framer.deliver(2)).toBe(2);
@@ -193,7 +192,6 @@ describe('LineFramer: append() and deliver(n), the consumer pulling lines', () =
     framer.append(b('x\nstop\ny\n'));
     expect(framer.deliver(10)).toBe(2);
     expect(out.lines).toEqual(['x', 'stop']);
-    expect(framer.hasUnframedInput).toBe(true);
     expect(framer.deliver(10)).toBe(1);
     expect(out.lines).toEqual(['x', 'stop', 'y']);
   });
@@ -227,5 +225,37 @@ describe('LineFramer: append() and deliver(n), the consumer pulling lines', () =
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('indexOfLf: the LF search of the framer and the key scanner', () => {
+  // The first bytes are searched in JavaScript and the rest with buf.indexOf: an LF on
+  // either side of that change, or past `end` on either side, must be found or ignored alike.
+  it('finds the first LF of [from, end) wherever it is, and nothing past end', () => {
+    for (const at of [0, 1, 126, 127, 128, 129, 130, 255, 4095]) {
+      const buf = Buffer.alloc(5000, 0x61);
+      buf[at + 3] = 0x0a;
+      buf[at + 9] = 0x0a;
+      expect(indexOfLf(buf, 3, buf.length), `LF at ${at + 3}`).toBe(at + 3);
+      expect(indexOfLf(buf, 3, at + 3), `end at the LF at ${at + 3}`).toBe(-1);
+      expect(indexOfLf(buf, 3, at + 4)).toBe(at + 3);
+      expect(indexOfLf(buf, at + 4, buf.length)).toBe(at + 9);
+      expect(indexOfLf(buf, at + 4, at + 9)).toBe(-1);
+    }
+    expect(indexOfLf(Buffer.alloc(300, 0x61), 0, 300)).toBe(-1);
+    expect(indexOfLf(Buffer.from('\n'), 1, 1)).toBe(-1);
+  });
+
+  it('frames lines longer than the part searched in JavaScript, with stale LFs past the range', () => {
+    const long = 'x'.repeat(700);
+    const input = Buffer.from(`${long}\nGET k\n${long}y\n\n\n`, 'latin1');
+    const lines: string[] = [];
+    const framer = new LineFramer(1000, { onLine: (buf, s, e) => lines.push(buf.toString('latin1', s, e)), onOverflow: () => lines.push('overflow') });
+    // The range stops inside the third line: the LFs after it are not its own.
+    const end = input.length - 4;
+    framer.append(input, 0, end);
+    framer.deliver(Infinity);
+    expect(lines).toEqual([long, 'GET k']);
+    expect(framer.bufferedBytes).toBe(end - (long.length + 7));
   });
 });

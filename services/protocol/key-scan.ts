@@ -1,4 +1,5 @@
 import { MAX_KEY_BYTES } from './limits.ts';
+import { indexOfLf } from './line-framer.ts';
 
 const LF = 10;
 const CR = 13;
@@ -29,9 +30,8 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
     let j = keyStart;
     while (j < end && buf[j] !== SPACE && buf[j] !== LF && buf[j] !== CR) j++;
     if (j >= end) break;
-    // The rest of the line (a value, up to a megabyte) is skipped with memchr, not in JavaScript.
-    const lf = buf[j] === LF ? j : buf.indexOf(LF, j);
-    if (lf < 0 || lf >= end) break; // an incomplete line: its key may not be all there yet
+    const lf = buf[j] === LF ? j : indexOfLf(buf, j, end);
+    if (lf < 0) break; // an incomplete line: its key may not be all there yet
     if (j > keyStart && j - keyStart <= MAX_KEY_BYTES) {
       starts[count] = keyStart;
       ends[count] = j;
