@@ -14,7 +14,7 @@ import { PARSE_ERROR_REASONS } from '../services/protocol/command-parser.ts';
 import {
   BYE_REPLY, decodeReply, ERROR_REASONS, LINE_TOO_LONG_REPLY, MAX_CONNECTIONS_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY,
   PARSE_ERROR_REPLY_BYTES, PARSE_ERROR_REPLY_REASONS, PONG_REPLY, REPLY_KINDS, statsReply, ttlReply, usageReply, valueReplyLength,
-  writeValueReply, INLINE_BASE64_MAX_BYTES, type Reply, type ReplyKind,
+  writeValueReply, INLINE_BASE64_MAX_BYTES, ReplyTarget, type Reply, type ReplyKind,
 } from '../services/protocol/replies.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { RecordingCommands, refusal } from './helpers/recording-commands.ts';
@@ -26,7 +26,7 @@ afterEach(destroyAll);
 function valueReply(value: Buffer): Buffer {
   const out = Buffer.alloc(valueReplyLength(value.length) + 3, 0x2a);
   // Written at an offset into a bigger buffer, as into the store's reply buffer.
-  const end = writeValueReply(out, 2, value, 0, value.length);
+  const end = writeValueReply(new ReplyTarget(out), 2, value, 0, value.length);
   expect(end).toBe(2 + valueReplyLength(value.length));
   return out.subarray(2, end);
 }
@@ -72,12 +72,16 @@ describe('the GET reply encodes its value to base64', () => {
     for (let i = 0; i < page.length; i++) page[i] = (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
     for (let len = 0; len <= INLINE_BASE64_MAX_BYTES + 20; len++) {
       for (const start of [0, 1, 2, 3, 1000 + len]) {
-        const out = Buffer.alloc(valueReplyLength(len) + 5, 0x2a);
-        const end = writeValueReply(out, 3, page, start, start + len);
+        // The target a view at an odd offset into a bigger region, as a pooled small Buffer is.
+        const region = Buffer.alloc(valueReplyLength(len) + 12, 0x2a);
+        const out = region.subarray(3, region.length - 2);
+        const end = writeValueReply(new ReplyTarget(out), 3, page, start, start + len);
         expect(end).toBe(3 + valueReplyLength(len));
         expect(out.toString('latin1', 3, end)).toBe(`VALUE ${page.toString('base64', start, start + len)}\n`);
         expect(out[2]).toBe(0x2a);
         expect(out[end]).toBe(0x2a);
+        expect(region.subarray(0, 6).every((b) => b === 0x2a)).toBe(true);
+        expect(region.subarray(3 + end).every((b) => b === 0x2a)).toBe(true);
       }
     }
   });

@@ -87,27 +87,44 @@ const BASE64_PAD = 0x3d; // =
 const BASE64_PAIRS = new Uint16Array(4096);
 for (let i = 0; i < 4096; i++) BASE64_PAIRS[i] = BASE64_ALPHABET[i >>> 6]! | (BASE64_ALPHABET[i & 63]! << 8);
 
+/**
+ * A buffer replies are written into, with a DataView over it: the base64 of a value goes
+ * in four characters at a time, one 32-bit store where there were four byte stores, each
+ * checked against the buffer's bounds. A 100-byte value's reply: 93-115 against 118-141 ns
+ * (microbenchmark, alternating, values spread over a 1 MiB page). Reading the value
+ * through a DataView too (getUint32 per 3 bytes) was slower, 147-167 ns, and so was
+ * reading it as aligned 32-bit words; a DataView made per reply costs more than it saves,
+ * so one is made per buffer and the store's pool keeps them.
+ */
+export class ReplyTarget {
+  readonly bytes: Buffer;
+  readonly view: DataView;
+
+  constructor(bytes: Buffer) {
+    this.bytes = bytes;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+}
+
 /** Writes the base64 of src[start, end) into target at `at` (room made); returns the offset after it. */
-function writeBase64(target: Buffer, at: number, src: Buffer, start: number, end: number): number {
+function writeBase64(target: ReplyTarget, at: number, src: Buffer, start: number, end: number): number {
+  const view = target.view;
   let i = start;
   for (const whole = end - 2; i < whole; i += 3) {
     const n = (src[i]! << 16) | (src[i + 1]! << 8) | src[i + 2]!;
-    const hi = BASE64_PAIRS[n >>> 12]!;
-    const lo = BASE64_PAIRS[n & 4095]!;
-    target[at] = hi;
-    target[at + 1] = hi >>> 8;
-    target[at + 2] = lo;
-    target[at + 3] = lo >>> 8;
+    // Little-endian: the first pair's first character lands first.
+    view.setUint32(at, BASE64_PAIRS[n >>> 12]! | (BASE64_PAIRS[n & 4095]! << 16), true);
     at += 4;
   }
   if (i < end) {
     // One or two bytes left: two or three characters, then padding to four.
+    const bytes = target.bytes;
     const two = i + 1 < end;
     const n = (src[i]! << 16) | (two ? src[i + 1]! << 8 : 0);
-    target[at] = BASE64_ALPHABET[n >>> 18]!;
-    target[at + 1] = BASE64_ALPHABET[(n >>> 12) & 63]!;
-    target[at + 2] = two ? BASE64_ALPHABET[(n >>> 6) & 63]! : BASE64_PAD;
-    target[at + 3] = BASE64_PAD;
+    bytes[at] = BASE64_ALPHABET[n >>> 18]!;
+    bytes[at + 1] = BASE64_ALPHABET[(n >>> 12) & 63]!;
+    bytes[at + 2] = two ? BASE64_ALPHABET[(n >>> 6) & 63]! : BASE64_PAD;
+    bytes[at + 3] = BASE64_PAD;
     at += 4;
   }
   return at;
@@ -120,11 +137,12 @@ export const valueReplyLength = (valueBytes: number): number => VALUE_PREFIX.len
  * Writes `VALUE <base64 of page[start, end)>\n` into target at `at` (which has room for
  * valueReplyLength) and returns the offset after it.
  */
-export function writeValueReply(target: Buffer, at: number, page: Buffer, start: number, end: number): number {
-  for (let i = 0; i < VALUE_PREFIX.length; i++) target[at++] = VALUE_PREFIX[i]!;
+export function writeValueReply(target: ReplyTarget, at: number, page: Buffer, start: number, end: number): number {
+  const bytes = target.bytes;
+  for (let i = 0; i < VALUE_PREFIX.length; i++) bytes[at++] = VALUE_PREFIX[i]!;
   if (end - start <= INLINE_BASE64_MAX_BYTES) at = writeBase64(target, at, page, start, end);
-  else at += latin1Write(target, base64Slice(page, start, end), at);
-  target[at++] = LF;
+  else at += latin1Write(bytes, base64Slice(page, start, end), at);
+  bytes[at++] = LF;
   return at;
 }
 

@@ -1,6 +1,6 @@
 import { writeSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { valueReplyLength, writeValueReply } from '../protocol/replies.ts';
+import { ReplyTarget, valueReplyLength, writeValueReply } from '../protocol/replies.ts';
 import { latin1Write } from '../shared/buffer-internals.ts';
 
 /**
@@ -14,7 +14,8 @@ import { latin1Write } from '../shared/buffer-internals.ts';
  * needs them: at once when the kernel took the whole write (the common case), otherwise
  * at the connection's next write that finds the socket's queue empty. A client that reads
  * slowly therefore reuses the same two buffers instead of costing an allocation (and the
- * collector's work) per turn.
+ * collector's work) per turn. The pool holds them as ReplyTargets (services/protocol/
+ * replies.ts), each with its DataView, so a buffer taken from it costs no new object.
  */
 
 /**
@@ -59,27 +60,27 @@ const POOLED_BYTES = 80 * 1024;
 const POOL_SIZE = 64;
 
 export class ReplyBufferPool {
-  readonly #free: Buffer[] = [];
+  readonly #free: ReplyTarget[] = [];
 
-  take(minBytes: number): Buffer {
-    if (minBytes <= POOLED_BYTES) return this.#free.pop() ?? Buffer.allocUnsafeSlow(POOLED_BYTES);
-    return Buffer.allocUnsafeSlow(minBytes);
+  take(minBytes: number): ReplyTarget {
+    if (minBytes <= POOLED_BYTES) return this.#free.pop() ?? new ReplyTarget(Buffer.allocUnsafeSlow(POOLED_BYTES));
+    return new ReplyTarget(Buffer.allocUnsafeSlow(minBytes));
   }
 
-  give(buf: Buffer): void {
-    if (buf.length === POOLED_BYTES && this.#free.length < POOL_SIZE) this.#free.push(buf);
+  give(target: ReplyTarget): void {
+    if (target.bytes.length === POOLED_BYTES && this.#free.length < POOL_SIZE) this.#free.push(target);
   }
 }
 
-const EMPTY = Buffer.alloc(0);
+const EMPTY = new ReplyTarget(Buffer.alloc(0));
 
 /** One connection's replies not yet handed to its socket. */
 export class ReplyBuffer {
   readonly #pool: ReplyBufferPool;
-  #buf: Buffer = EMPTY;
+  #target: ReplyTarget = EMPTY;
   #len = 0;
   /** The buffer of the last write that the socket had not finished when it returned. */
-  #inFlight: Buffer | null = null;
+  #inFlight: ReplyTarget | null = null;
   /** Bytes handed over so far: taken by the kernel at once, or queued in the socket. */
   #handed = 0;
 
@@ -100,14 +101,14 @@ export class ReplyBuffer {
   /** Appends a reply made of ASCII characters (LF included by the caller). */
   ascii(text: string): void {
     this.#room(text.length);
-    this.#len += latin1Write(this.#buf, text, this.#len);
+    this.#len += latin1Write(this.#target.bytes, text, this.#len);
   }
 
   /** Appends a reply given as bytes (the constant ones: OK, PONG, NOT_FOUND...). */
   bytes(reply: Buffer): void {
     const n = reply.length;
     this.#room(n);
-    const buf = this.#buf;
+    const buf = this.#target.bytes;
     let at = this.#len;
     for (let i = 0; i < n; i++) buf[at++] = reply[i]!;
     this.#len = at;
@@ -116,15 +117,16 @@ export class ReplyBuffer {
   /** Appends the GET reply for the value page[start, end) (the protocol's writeValueReply). */
   value(page: Buffer, start: number, end: number): void {
     this.#room(valueReplyLength(end - start));
-    this.#len = writeValueReply(this.#buf, this.#len, page, start, end);
+    this.#len = writeValueReply(this.#target, this.#len, page, start, end);
   }
 
   /** Hands what was built to the socket in one write; returns the byte count. */
   writeTo(socket: Socket): number {
     const n = this.#len;
     if (n === 0) return 0;
-    const buf = this.#buf;
-    this.#buf = EMPTY;
+    const target = this.#target;
+    const buf = target.bytes;
+    this.#target = EMPTY;
     this.#len = 0;
     this.#handed += n;
     let taken = -1;
@@ -136,35 +138,31 @@ export class ReplyBuffer {
       }
       taken = writeNow(socket, buf, n);
       if (taken === n) {
-        this.#pool.give(buf);
+        this.#pool.give(target);
         return n;
       }
     }
     socket.write(taken > 0 ? buf.subarray(taken, n) : buf.subarray(0, n));
-    if (socket.writableLength === 0) this.#pool.give(buf); // the kernel copied it all
-    else this.#inFlight = buf; // an older one still in flight is left to the collector
+    if (socket.writableLength === 0) this.#pool.give(target); // the kernel copied it all
+    else this.#inFlight = target; // an older one still in flight is left to the collector
     return n;
   }
 
   /** Drops what was built (the socket is gone). */
   discard(): void {
-    if (this.#buf !== EMPTY) this.#pool.give(this.#buf);
-    this.#buf = EMPTY;
+    if (this.#target !== EMPTY) this.#pool.give(this.#target);
+    this.#target = EMPTY;
     this.#len = 0;
     this.#inFlight = null;
   }
 
   #room(bytes: number): void {
     const need = this.#len + bytes;
-    if (need <= this.#buf.length) return;
-    const old = this.#buf;
-    const buf = this.#len === 0 ? this.#pool.take(need) : Buffer.allocUnsafeSlow(Math.max(need, old.length * 2));
-    if (this.#len > 0) {
-      old.copy(buf, 0, 0, this.#len);
-      this.#pool.give(old);
-    } else if (old !== EMPTY) {
-      this.#pool.give(old);
-    }
-    this.#buf = buf;
+    const old = this.#target;
+    if (need <= old.bytes.length) return;
+    const grown = this.#len === 0 ? this.#pool.take(need) : new ReplyTarget(Buffer.allocUnsafeSlow(Math.max(need, old.bytes.length * 2)));
+    if (this.#len > 0) old.bytes.copy(grown.bytes, 0, 0, this.#len);
+    if (old !== EMPTY) this.#pool.give(old);
+    this.#target = grown;
   }
 }
