@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   COMMAND_NAMES, OK, PARSE_ERROR_REASONS, ParsedCommand, parseCommand,
@@ -179,5 +181,40 @@ describe('error replies', () => {
       'ERROR invalid expire time\n',
       'ERROR value too large\n',
     ]);
+  });
+});
+
+// The parser finds and checks a key in its own byte loops; on any bytes it must give what
+// the rules of SPEC §1, written out plainly here, give, in their order of precedence.
+describe('parseCommand: keys and argument counts agree with the rules, on random lines', () => {
+  const keyOk = (k: Buffer): boolean =>
+    k.length >= 1 && k.length <= 250 && k.every((b) => b > 0x20 && b !== 0x7f) && isUtf8(k);
+
+  /** The reply the rules give for `name rest` (one of GET/DELETE/TTL/SET), and the key and value. */
+  function byTheRules(name: string, rest: Buffer): Parsed {
+    const sp = rest.indexOf(0x20);
+    if (name === 'SET') {
+      if (sp === -1) return err(name, 'wrong_number_of_arguments');
+      if (!keyOk(rest.subarray(0, sp))) return err(name, 'invalid_key');
+      return { command: name, key: rest.toString('latin1', 0, sp), value: rest.toString('latin1', sp + 1) };
+    }
+    if (!keyOk(rest.subarray(0, sp === -1 ? rest.length : sp))) return err(name, 'invalid_key');
+    if (sp !== -1) return err(name, 'wrong_number_of_arguments');
+    return { command: name, key: rest.toString('latin1') };
+  }
+
+  it('for keys and arguments made of letters, spaces, control bytes, DEL and UTF-8 (valid or not)', () => {
+    const piece = fc.oneof(
+      fc.constantFrom('a', 'k', '9', ':', ' ', '  ', '\t', '\x01', '\x7f', '\xc3\xa9', '\xe2\x82\xac', '\xc3', '\x80', '\xff'),
+      fc.string({ minLength: 1, maxLength: 4 }),
+    );
+    fc.assert(
+      fc.property(fc.constantFrom('GET', 'DELETE', 'TTL', 'SET'), fc.array(piece, { minLength: 1, maxLength: 12 }), fc.boolean(), (name, pieces, long) => {
+        let rest = Buffer.from(pieces.join(''), 'latin1');
+        if (long) rest = Buffer.concat([Buffer.alloc(248, 0x6b), rest]); // around the 250-byte bound
+        expect(parse(Buffer.concat([Buffer.from(`${name} `), rest]))).toEqual(byTheRules(name, rest));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
