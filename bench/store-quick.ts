@@ -1,7 +1,8 @@
 // Quick, socket-free measure of the store's per-command cost: feeds pre-built chunks of
 // pipelined commands to a StoreServer connection through a stand-in socket and times the
 // processing only (framing, parsing, engine, metrics, reply building). Useful for A/B
-// checks of the hot path on a busy machine, where end-to-end numbers (`kv bench`) swing.
+// checks of the hot path on a busy machine, where end-to-end numbers (`kv bench`) swing;
+// bench/store-ab.ts compares two builds this way, in one process.
 //
 //   node bench/store-quick.ts [--depth 16] [--keys 100000] [--value-size 100] [--rounds 7] [--only <variant>]
 //
@@ -9,7 +10,6 @@
 // recording switched off, with prom-client's labelled inc()/observe() instead of the
 // array counters (what the arrays save), and with a bare Map in place of the engine (the
 // server's own share of the cost).
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Counter, Histogram, Registry } from 'prom-client';
@@ -21,6 +21,7 @@ import { KvEngine } from '../services/store/kv-engine.ts';
 import type { ValueLocation } from '../services/store/store-engine.ts';
 import { createStoreMetrics, DURATION_BUCKETS } from '../services/store/store-metrics.ts';
 import { StoreServer } from '../services/store/store-server.ts';
+import { buildChunks, keyOf, StandInSocket } from './stand-in-connection.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -38,54 +39,7 @@ const valueSize = Number(opts['value-size']);
 const rounds = Number(opts.rounds);
 const perRound = Number(opts.commands);
 
-/** Just enough of a net.Socket for StoreServer: it records what is written. */
-class StandInSocket extends EventEmitter {
-  bytesWritten = 0;
-  bytesRead = 0;
-  writableLength = 0;
-  writableNeedDrain = false;
-  remoteAddress = '127.0.0.1';
-  remotePort = 1;
-  timeout = 0;
-  write(data: string | Buffer): boolean {
-    this.bytesWritten += data.length;
-    return true;
-  }
-  isPaused(): boolean {
-    return false;
-  }
-  setTimeout(): this {
-    return this;
-  }
-  pause(): this {
-    return this;
-  }
-  resume(): this {
-    return this;
-  }
-  end(): this {
-    return this;
-  }
-  destroy(): this {
-    return this;
-  }
-}
-
 const value = 'v'.repeat(valueSize);
-const keyOf = (i: number) => `key:${String(i).padStart(12, '0')}`;
-
-/** Chunks of `depth` commands, 9 GETs to 1 SET, keys drawn from a fixed pseudo-random sequence. */
-function buildChunks(count: number): Buffer[] {
-  let seed = 42;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % keys);
-  const chunks: Buffer[] = [];
-  for (let c = 0; c < count; c++) {
-    let s = '';
-    for (let i = 0; i < depth; i++) s += (c * depth + i) % 10 === 9 ? `SET ${keyOf(rand())} ${value}\n` : `GET ${keyOf(rand())}\n`;
-    chunks.push(Buffer.from(s));
-  }
-  return chunks;
-}
 
 type Variant = 'shipped' | 'no metrics' | 'prom-client labelled' | 'bare Map engine';
 
@@ -186,7 +140,7 @@ async function run(variant: Variant, chunks: Buffer[]): Promise<number> {
   return (chunks.length * depth) / ((used.user + used.system) / 1e6);
 }
 
-const chunks = buildChunks(Math.ceil(perRound / depth));
+const chunks = buildChunks({ depth, keys, valueSize }, Math.ceil(perRound / depth));
 const allVariants: Variant[] = ['shipped', 'no metrics', 'prom-client labelled', 'bare Map engine'];
 const variants = opts.only === undefined ? allVariants : allVariants.filter((v) => v === opts.only);
 if (variants.length === 0) throw new Error(`--only: one of ${allVariants.join(', ')}`);
