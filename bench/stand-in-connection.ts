@@ -1,6 +1,7 @@
 // The input and the socket of the socket-free store benchmarks (store-quick.ts, store-ab.ts):
 // a StoreServer connection fed pre-built chunks of pipelined commands.
 import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
 
 /** Just enough of a net.Socket for StoreServer: it records what is written. */
 export class StandInSocket extends EventEmitter {
@@ -55,4 +56,24 @@ export function buildChunks({ depth, keys, valueSize }: ChunkShape, count: numbe
     chunks.push(Buffer.from(s));
   }
   return chunks;
+}
+
+/** What the benchmarks need of a StoreServer (this checkout's, or another's loaded by store-ab.ts). */
+interface BenchServer {
+  readonly server: { emit(event: 'connection', socket: Socket): unknown };
+}
+
+/**
+ * The StoreServer options of the socket-free benchmarks, around the given engine, metrics
+ * and logger: limits that no run reaches, no time-outs.
+ */
+export function benchServerOptions<E, M, L>(engine: E, metrics: M, logger: L, maxLineBytes: number) {
+  return { engine, metrics, logger, maxValueBytes: 1 << 20, maxLineBytes, maxConnections: 10, idleTimeoutMs: 0, outputStallTimeoutMs: 0, evictionPolicy: 'lru' as const };
+}
+
+/** One stand-in connection to `store`: its 'data' events are the client's input. */
+export function connectStandIn(store: BenchServer): StandInSocket {
+  const socket = new StandInSocket();
+  store.server.emit('connection', socket as unknown as Socket);
+  return socket;
 }

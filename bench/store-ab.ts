@@ -21,11 +21,10 @@
 // Prints each build's ns per command (wall time of its slices: CPU time here is counted
 // in ticks of several ms, too coarse for a slice), the ratio of the totals, and the
 // median and quartiles of the slices' ratios.
-import type { Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { buildChunks, keyOf, StandInSocket, type ChunkShape } from './stand-in-connection.ts';
+import { benchServerOptions, buildChunks, connectStandIn, keyOf, type ChunkShape, type StandInSocket } from './stand-in-connection.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -64,20 +63,7 @@ async function storeOf(root: string): Promise<StandInSocket> {
     engine.setAt(line, 0, line.length - value.length, line.length - value.length, line.length);
   }
   const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 10 });
-  const server = new StoreServer({
-    engine,
-    metrics,
-    logger: createLogger({ name: 'bench', level: 'silent' }),
-    maxValueBytes: 1 << 20,
-    maxLineBytes: lineBound(1 << 20),
-    maxConnections: 10,
-    idleTimeoutMs: 0,
-    outputStallTimeoutMs: 0,
-    evictionPolicy: 'lru',
-  });
-  const socket = new StandInSocket();
-  server.server.emit('connection', socket as unknown as Socket);
-  return socket;
+  return connectStandIn(new StoreServer(benchServerOptions(engine, metrics, createLogger({ name: 'bench', level: 'silent' }), lineBound(1 << 20))));
 }
 
 const base = opts.base ?? fileURLToPath(new URL('..', import.meta.url));

@@ -10,7 +10,6 @@
 // recording switched off, with prom-client's labelled inc()/observe() instead of the
 // array counters (what the arrays save), and with a bare Map in place of the engine (the
 // server's own share of the cost).
-import type { Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { COMMAND_NAMES } from '../services/protocol/command-parser.ts';
@@ -21,7 +20,7 @@ import { KvEngine } from '../services/store/kv-engine.ts';
 import type { ValueLocation } from '../services/store/store-engine.ts';
 import { createStoreMetrics, DURATION_BUCKETS } from '../services/store/store-metrics.ts';
 import { StoreServer } from '../services/store/store-server.ts';
-import { buildChunks, keyOf, StandInSocket } from './stand-in-connection.ts';
+import { benchServerOptions, buildChunks, connectStandIn, keyOf } from './stand-in-connection.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -113,19 +112,7 @@ async function run(variant: Variant, chunks: Buffer[]): Promise<number> {
       histogram.observe({ command: COMMAND_NAMES[command]! }, seconds);
     };
   }
-  const server = new StoreServer({
-    engine,
-    metrics,
-    logger: createLogger({ name: 'bench', level: 'silent' }),
-    maxValueBytes: 1 << 20,
-    maxLineBytes: lineBound(1 << 20),
-    maxConnections: 10,
-    idleTimeoutMs: 0,
-    outputStallTimeoutMs: 0,
-    evictionPolicy: 'lru',
-  });
-  const socket = new StandInSocket();
-  server.server.emit('connection', socket as unknown as Socket);
+  const socket = connectStandIn(new StoreServer(benchServerOptions(engine, metrics, createLogger({ name: 'bench', level: 'silent' }), lineBound(1 << 20))));
   // CPU time, not wall time: on a shared machine the process is descheduled at random.
   // Turns of the event loop between groups of chunks, so replies are written as in a real
   // run (at each turn's end) and the per-turn command budget is never the limit.
