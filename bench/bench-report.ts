@@ -24,6 +24,10 @@ export interface DepthRuns {
 /** The run with the median ops/s: the figure reported for a system at a depth. */
 export const medianRun = (runs: readonly StoreRun[]): StoreRun | undefined => medianBy(runs, (x) => x.result.opsPerSec);
 
+/** kvstack's ops/s over Redis's in each round, in order; NaN for a round whose Redis run did nothing. */
+const ratiosByRound = (d: DepthRuns): number[] =>
+  d.redis.map((r, i) => (r.result.opsPerSec > 0 && d.kvstack[i] !== undefined ? d.kvstack[i].result.opsPerSec / r.result.opsPerSec : NaN));
+
 /**
  * kvstack's ops/s over Redis's, round by round (the two runs of a round are back to back),
  * and their median and range; undefined without Redis runs. On a shared virtual machine
@@ -32,10 +36,7 @@ export const medianRun = (runs: readonly StoreRun[]): StoreRun | undefined => me
  * own ratios compares each kvstack run with the Redis run made next to it.
  */
 export function roundRatios(d: DepthRuns): { readonly each: readonly number[]; readonly median: number; readonly min: number; readonly max: number } | undefined {
-  const each = d.redis.flatMap((r, i) => {
-    const k = d.kvstack[i];
-    return k !== undefined && r.result.opsPerSec > 0 ? [k.result.opsPerSec / r.result.opsPerSec] : [];
-  });
+  const each = ratiosByRound(d).filter((x) => !Number.isNaN(x));
   if (each.length === 0) return undefined;
   return { each, median: median(each)!, min: Math.min(...each), max: Math.max(...each) };
 }
@@ -52,13 +53,14 @@ export interface ReportInput {
 
 export function renderReport({ settings: s, cpus, client, depths, memory, http, commands }: ReportInput): string {
   const rows: string[][] = [['', 'kvstack', 'Redis', 'kvstack/Redis']];
-  for (const { depth: d, kvstack: kvstackRuns, redis: redisRuns } of depths) {
+  for (const runs of depths) {
+    const { depth: d, kvstack: kvstackRuns, redis: redisRuns } = runs;
     const k = medianRun(kvstackRuns)!.result;
     const r = medianRun(redisRuns)?.result;
     const cpu = { kvstack: median(kvstackRuns.map((x) => x.serverCpuUsPerOp)), redis: median(redisRuns.map((x) => x.serverCpuUsPerOp)) };
     const stealMs = { kvstack: median(kvstackRuns.map((x) => x.stealMs)), redis: median(redisRuns.map((x) => x.stealMs)) };
     rows.push([`depth ${d}: ops/s`, fmt(k.opsPerSec), fmt(r?.opsPerSec), ratio(k.opsPerSec, r?.opsPerSec)]);
-    const paired = roundRatios({ depth: d, kvstack: kvstackRuns, redis: redisRuns });
+    const paired = roundRatios(runs);
     if (paired !== undefined && paired.each.length > 1) {
       rows.push([`depth ${d}: ops/s, median of the rounds' ratios`, '', '', `${paired.median.toFixed(2)}x (${paired.min.toFixed(2)}-${paired.max.toFixed(2)})`]);
     }
@@ -86,7 +88,7 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
   ];
   const withRounds = depths.filter((d) => d.redis.length > 1);
   if (withRounds.length > 0) {
-    lines.push('', ...withRounds.map((d) => `depth ${d.depth}: kvstack/Redis ops/s per round ${d.redis.map((r, i) => ratio(d.kvstack[i]!.result.opsPerSec, r.result.opsPerSec)).join(', ')}`));
+    lines.push('', ...withRounds.map((d) => `depth ${d.depth}: kvstack/Redis ops/s per round ${ratiosByRound(d).map((x) => (Number.isNaN(x) ? '—' : `${x.toFixed(2)}x`)).join(', ')}`));
     // A round whose two runs had very different steal says more about the machine than the servers.
     for (const d of withRounds) {
       if (d.kvstack.every((k) => k.serverCpuUsPerOp === undefined)) continue;

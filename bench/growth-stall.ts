@@ -53,7 +53,7 @@ import { pipelineLines } from '../services/client/line-pipeline.ts';
 import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
-import { machineStealSeconds } from './process-cpu.ts';
+import { stealStopwatch } from './process-cpu.ts';
 
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
 const OVERWRITE_SECONDS = 8;
@@ -367,18 +367,16 @@ async function measure(target: Target, s: Settings) {
 
   // The hypervisor's steal time during each phase (see machineStealSeconds), beside its round trips.
   const stealMs: Record<string, number> = {};
-  let phaseName = '';
-  let stealAtStart: number | undefined;
+  let phase: { readonly name: string; readonly steal: () => number | undefined } | undefined;
   const startPhase = (name: string): void => {
     endPhase();
     prober.postMessage({ phase: name });
-    phaseName = name;
-    stealAtStart = machineStealSeconds();
+    phase = { name, steal: stealStopwatch() };
   };
   const endPhase = (): void => {
-    const now = machineStealSeconds();
-    if (phaseName !== '' && stealAtStart !== undefined && now !== undefined) stealMs[phaseName] = Math.round((now - stealAtStart) * 1000);
-    phaseName = '';
+    const ms = phase?.steal();
+    if (phase !== undefined && ms !== undefined) stealMs[phase.name] = ms;
+    phase = undefined;
   };
 
   await ready; // the prober has started and made its warm-up round trips

@@ -107,6 +107,15 @@ export function machineStealSeconds(): number | undefined {
   }
 }
 
+/** Starts counting the machine's steal: the call returned gives the ms of it since (undefined without /proc/stat). */
+export function stealStopwatch(): () => number | undefined {
+  const start = machineStealSeconds();
+  return () => {
+    const now = machineStealSeconds();
+    return start === undefined || now === undefined ? undefined : Math.round((now - start) * 1000);
+  };
+}
+
 /** The steal seconds of /proc/stat's text: its first line, `cpu  user nice system idle iowait irq softirq steal ...`. */
 export function stealSecondsOfProcStat(text: string, ticks: number): number | undefined {
   const fields = text.split('\n', 1)[0]!.trim().split(/\s+/);

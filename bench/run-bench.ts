@@ -13,7 +13,7 @@ import { cpus as machineCpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
 import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './bench-processes.ts';
-import { coresBetween, CpuTrace, machineStealSeconds, type CpuSample } from './process-cpu.ts';
+import { coresBetween, CpuTrace, stealStopwatch, type CpuSample } from './process-cpu.ts';
 import { fmt, medianRun, renderReport, roundRatios, type DepthRuns } from './bench-report.ts';
 import { settings, type Settings } from './bench-settings.ts';
 
@@ -25,7 +25,7 @@ type System = 'kvstack' | 'redis';
  */
 async function storeLoad(s: Settings, system: System, server: Server, depth: number): Promise<StoreRun> {
   const trace = new CpuTrace(server.pid);
-  const stealBefore = machineStealSeconds();
+  const stealMs = stealStopwatch();
   let samples: readonly CpuSample[] = [];
   let run: StoreRun;
   try {
@@ -34,12 +34,11 @@ async function storeLoad(s: Settings, system: System, server: Server, depth: num
     samples = trace.stop();
   }
   const endMs = performance.now();
-  const stealAfter = machineStealSeconds();
   const cores = coresBetween(samples, endMs - s.duration * 1000, endMs);
   return {
     ...run,
     serverCpuUsPerOp: cores === undefined || run.result.opsPerSec <= 0 ? undefined : (cores * 1e6) / run.result.opsPerSec,
-    stealMs: stealBefore === undefined || stealAfter === undefined ? undefined : Math.round((stealAfter - stealBefore) * 1000),
+    stealMs: stealMs(),
   };
 }
 

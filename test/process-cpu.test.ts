@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { coresBetween, cpuSecondsOfStat, CpuTrace, machineStealSeconds, processCpuSeconds, stealSecondsOfProcStat } from '../bench/process-cpu.ts';
+import { coresBetween, cpuSecondsOfStat, CpuTrace, machineStealSeconds, processCpuSeconds, stealSecondsOfProcStat, stealStopwatch } from '../bench/process-cpu.ts';
 
 describe('the bench reads a server process CPU time', () => {
   it('reads utime + stime of a /proc/<pid>/stat line, a command name with spaces and parentheses included', () => {
@@ -56,5 +56,8 @@ describe('the bench reads a server process CPU time', () => {
     const first = machineStealSeconds()!;
     expect(first).toBeGreaterThanOrEqual(0);
     expect(machineStealSeconds()!).toBeGreaterThanOrEqual(first);
+    const since = stealStopwatch();
+    const ms = since()!;
+    expect(Number.isInteger(ms) && ms >= 0).toBe(true);
   });
 });

@@ -84,10 +84,11 @@ export class ThreadPageSource implements PageSource {
   readonly #ahead = new Map<number, ArrayBuffer>();
   /** Sizes of pages asked for and not yet received (one at most of each). */
   readonly #asked = new Set<number>();
-  /** Set when the thread failed or was too slow (or on close): pages come from this thread from then on. */
-  #failed = false;
-  /** Set when it fell back (not on close): what the fallback metric and alert read. */
-  #fellBack = false;
+  /**
+   * Where pages come from: the thread; this one, since the thread failed or was too slow
+   * (what the fallback metric and alert read); this one, since close() while threaded.
+   */
+  #state: 'threaded' | 'fell-back' | 'closed' = 'threaded';
   readonly #started: Promise<void>;
 
   readonly #onFallback: (why: string) => void;
@@ -121,22 +122,22 @@ export class ThreadPageSource implements PageSource {
 
   /** Whether pages still come from the thread (false once it failed). */
   get threaded(): boolean {
-    return !this.#failed;
+    return this.#state === 'threaded';
   }
 
   /** Whether the thread was given up while in use (it failed, exited or was too slow): pages come from the serving thread since. */
   get fellBack(): boolean {
-    return this.#fellBack;
+    return this.#state === 'fell-back';
   }
 
   /** Pages received ahead and not handed out yet (a page per size class in use, at most). */
   get pagesAhead(): number {
-    if (!this.#failed) this.#collect(-1);
+    if (this.#state === 'threaded') this.#collect(-1);
     return this.#ahead.size;
   }
 
   alloc(bytes: number, again = false): ArrayBuffer {
-    if (this.#failed) return new ArrayBuffer(bytes);
+    if (this.#state !== 'threaded') return new ArrayBuffer(bytes);
     this.#collect(-1);
     const page = this.#takeAhead(bytes) ?? this.#waitFor(bytes);
     // Asked for only when none of its size is on its way or held: one of each at most.
@@ -190,9 +191,8 @@ export class ThreadPageSource implements PageSource {
   }
 
   #fallBack(why: string): void {
-    if (this.#failed) return;
-    this.#failed = true;
-    this.#fellBack = true;
+    if (this.#state !== 'threaded') return;
+    this.#state = 'fell-back';
     this.#dropAhead();
     this.#onFallback(why);
   }
@@ -204,7 +204,7 @@ export class ThreadPageSource implements PageSource {
   }
 
   async close(): Promise<void> {
-    this.#failed = true;
+    if (this.#state === 'threaded') this.#state = 'closed'; // a fallback stays on the record
     this.#dropAhead();
     this.#port.close();
     await this.#worker.terminate();

@@ -142,7 +142,7 @@ export class ReplyBuffer {
         return n;
       }
     }
-    socket.write(taken > 0 ? buf.subarray(taken, n) : buf.subarray(0, n));
+    socket.write(buf.subarray(Math.max(taken, 0), n)); // taken is -1 when nothing was written directly
     if (socket.writableLength === 0) this.#pool.give(target); // the kernel copied it all
     else this.#inFlight = target; // an older one still in flight is left to the collector
     return n;
