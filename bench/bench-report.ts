@@ -41,6 +41,27 @@ export function roundRatios(d: DepthRuns): { readonly each: readonly number[]; r
   return { each, median: median(each)!, min: Math.min(...each), max: Math.max(...each) };
 }
 
+/**
+ * A round is quiet when neither of its runs lost more than this share of the machine's CPU
+ * time (the CPUs times the run's measured seconds) to the hypervisor. Steal inflates a
+ * server's CPU per operation and cuts its ops/s, by up to a third in the 2-s runs on a
+ * 2-core VM, and it comes and goes within seconds, so one system's run can be hit while
+ * the other's is not; the quiet rounds compare the servers with the machine's own noise
+ * mostly left out. Both runs of a round must be quiet: the choice does not look at either
+ * server's result.
+ */
+export const QUIET_STEAL_SHARE = 0.015;
+
+/** The rounds of `d` whose two runs each had at most `stealBudgetMs` of steal (none when a run has no steal figure). */
+export function quietRounds(d: DepthRuns, stealBudgetMs: number): DepthRuns {
+  const quiet = (x: StoreRun | undefined) => x?.stealMs !== undefined && x.stealMs <= stealBudgetMs;
+  const keep = d.redis.map((r, i) => quiet(r) && quiet(d.kvstack[i]));
+  return { depth: d.depth, kvstack: d.kvstack.filter((_, i) => keep[i]), redis: d.redis.filter((_, i) => keep[i]) };
+}
+
+/** The steal a run may have had for its round to be quiet: QUIET_STEAL_SHARE of `cpus` CPUs for `seconds`, in ms. */
+export const quietStealBudgetMs = (cpus: number, seconds: number): number => QUIET_STEAL_SHARE * cpus * seconds * 1000;
+
 export interface ReportInput {
   readonly settings: Settings;
   readonly cpus: number;
@@ -65,6 +86,15 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
       rows.push([`depth ${d}: ops/s, median of the rounds' ratios`, '', '', `${paired.median.toFixed(2)}x (${paired.min.toFixed(2)}-${paired.max.toFixed(2)})`]);
     }
     if (cpu.kvstack !== undefined) rows.push([`depth ${d}: server CPU µs/op`, fmt(cpu.kvstack, 2), fmt(cpu.redis, 2), ratio(cpu.kvstack, cpu.redis)]);
+    if (paired !== undefined && paired.each.length > 1 && stealMs.kvstack !== undefined) {
+      const quiet = quietRounds(runs, quietStealBudgetMs(cpus, s.duration));
+      const q = roundRatios(quiet);
+      const of = `${quiet.redis.length} of ${paired.each.length} rounds`;
+      rows.push([`depth ${d}: ops/s, quiet rounds' ratios (${of})`, '', '', q === undefined ? '—' : `${q.median.toFixed(2)}x (${q.min.toFixed(2)}-${q.max.toFixed(2)})`]);
+      const qk = median(quiet.kvstack.map((x) => x.serverCpuUsPerOp));
+      const qr = median(quiet.redis.map((x) => x.serverCpuUsPerOp));
+      if (qk !== undefined) rows.push([`depth ${d}: server CPU µs/op, quiet rounds`, fmt(qk, 2), fmt(qr, 2), ratio(qk, qr)]);
+    }
     const kc = 'clientCpuPct' in k ? k.clientCpuPct : undefined;
     if (kc !== undefined) rows.push([`depth ${d}: client CPU %`, fmt(kc), fmt(r && 'clientCpuPct' in r ? r.clientCpuPct : undefined), '']);
     if (stealMs.kvstack !== undefined) rows.push([`depth ${d}: machine steal ms per run`, fmt(stealMs.kvstack), fmt(stealMs.redis), '']);
@@ -82,7 +112,7 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
     `kvstack benchmark — ${s.connections} connections, GET:SET 9:1, ${s.valueSize}-byte values, ${fmt(s.keyspace)} keys, ${s.duration} s per run, same client (${client}) for both`,
     `median of ${s.rounds} interleaved round${s.rounds === 1 ? '' : 's'} per depth; a round is a kvstack run and a Redis run back to back, and "median of the rounds' ratios" (with their range) compares each kvstack run with the Redis run next to it`,
     `${cpus} CPUs, Node ${process.version}; the servers and the client share the machine.`,
-    'server CPU µs/op: the server process\'s CPU time (every thread) over the measured window / its operations (median of the rounds); client CPU %: the load generator\'s, of one core; machine steal: the time a virtual machine\'s hypervisor took its CPUs away during a run (/proc/stat; medians).',
+    `server CPU µs/op: the server process's CPU time (every thread) over the measured window / its operations (median of the rounds); client CPU %: the load generator's, of one core; machine steal: the time a virtual machine's hypervisor took its CPUs away during a run (/proc/stat; medians); quiet rounds: those in which neither run had more steal than ${QUIET_STEAL_SHARE * 100}% of the machine's CPU time over the measured seconds (${fmt(quietStealBudgetMs(cpus, s.duration))} ms here).`,
     '',
     table(rows),
   ];

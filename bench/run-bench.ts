@@ -14,7 +14,7 @@ import { dirname, resolve } from 'node:path';
 import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
 import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './bench-processes.ts';
 import { coresBetween, CpuTrace, stealStopwatch, type CpuSample } from './process-cpu.ts';
-import { fmt, medianRun, renderReport, roundRatios, type DepthRuns } from './bench-report.ts';
+import { fmt, medianRun, quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns } from './bench-report.ts';
 import { settings, type Settings } from './bench-settings.ts';
 
 type System = 'kvstack' | 'redis';
@@ -87,10 +87,12 @@ async function main(): Promise<void> {
     const depthRuns: DepthRuns = { depth, ...runs };
     depths.push(depthRuns);
     const paired = roundRatios(depthRuns);
+    const quiet = roundRatios(quietRounds(depthRuns, quietStealBudgetMs(cpus, s.duration)));
     rounds[`depth${depth}`] = {
       kvstack: medianRun(runs.kvstack)!.result,
       redis: medianRun(runs.redis)?.result ?? null,
       roundRatio: paired === undefined ? null : { median: paired.median, min: paired.min, max: paired.max },
+      quietRoundRatio: quiet === undefined ? null : { median: quiet.median, min: quiet.min, max: quiet.max, rounds: quiet.each.length },
       rounds: runs.kvstack.map((k, i) => ({
         kvstack: k.result.opsPerSec,
         redis: runs.redis[i]?.result.opsPerSec ?? null,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreRun } from '../bench/bench-processes.ts';
-import { renderReport, roundRatios, type DepthRuns } from '../bench/bench-report.ts';
+import { quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns } from '../bench/bench-report.ts';
 import type { Settings } from '../bench/bench-settings.ts';
 
 const run = (opsPerSec: number): StoreRun =>
@@ -34,5 +34,43 @@ describe('bench report: kvstack against Redis round by round', () => {
     const text = renderReport({ settings: { ...settings, rounds: 1 }, cpus: 2, client: 'kvload', depths: [{ depth: 1, kvstack: [run(90)], redis: [run(100)] }], memory: undefined, http: undefined, commands: [] });
     expect(text).toMatch(/depth 1: ops\/s +90 +100 +0\.90x/);
     expect(text).not.toMatch(/median of the rounds' ratios +\d/);
+  });
+});
+
+describe('bench report: the quiet rounds', () => {
+  const stolen = (opsPerSec: number, stealMs: number | undefined, serverCpuUsPerOp = 2): StoreRun => ({ ...run(opsPerSec), stealMs, serverCpuUsPerOp });
+  // 2 CPUs, 3-s runs: a budget of 90 ms. Round 2's kvstack run and round 3's Redis run were
+  // stolen from; those rounds go, whichever system came out ahead in them.
+  const depth: DepthRuns = {
+    depth: 16,
+    kvstack: [stolen(100, 10, 2.0), stolen(50, 400, 3.0), stolen(300, 0, 1.0), stolen(90, 90, 2.2)],
+    redis: [stolen(100, 20, 1.8), stolen(100, 0, 1.9), stolen(100, 500, 3.5), stolen(100, 30, 2.0)],
+  };
+
+  it('keeps the rounds in which neither run had more steal than the budget', () => {
+    expect(quietStealBudgetMs(2, 3)).toBeCloseTo(90);
+    const quiet = quietRounds(depth, quietStealBudgetMs(2, 3));
+    expect(quiet.kvstack.map((x) => x.result.opsPerSec)).toEqual([100, 90]);
+    expect(quiet.redis.map((x) => x.stealMs)).toEqual([20, 30]);
+    expect(roundRatios(quiet)!.each).toEqual([1, 0.9]);
+  });
+
+  it('counts no round as quiet without steal figures', () => {
+    expect(quietRounds({ depth: 1, kvstack: [stolen(1, undefined)], redis: [stolen(1, 0)] }, 90).redis).toEqual([]);
+  });
+
+  it('prints their ratio and CPU per operation beside the figures of every round', () => {
+    const text = renderReport({ settings, cpus: 2, client: 'kvload', depths: [depth], memory: undefined, http: undefined, commands: [] });
+    expect(text).toMatch(/depth 16: ops\/s, quiet rounds' ratios \(2 of 4 rounds\) +0\.90x \(0\.90-1\.00\)/);
+    // The medians (lower middle) of 2.0, 2.2 and 1.8, 2.0; every round's are 2.0 and 1.9.
+    expect(text).toMatch(/depth 16: server CPU µs\/op, quiet rounds +2\.00 +1\.80 +1\.11x/);
+    expect(text).toMatch(/depth 16: server CPU µs\/op +2\.00 +1\.90/);
+    expect(text).toContain('(90 ms here)');
+  });
+
+  it('says so when no round was quiet', () => {
+    const noisy: DepthRuns = { depth: 1, kvstack: [stolen(100, 500), stolen(100, 500)], redis: [stolen(100, 500), stolen(100, 500)] };
+    const text = renderReport({ settings, cpus: 2, client: 'kvload', depths: [noisy], memory: undefined, http: undefined, commands: [] });
+    expect(text).toMatch(/depth 1: ops\/s, quiet rounds' ratios \(0 of 2 rounds\) +—/);
   });
 });
