@@ -15,6 +15,8 @@ export class ConfigError extends Error {
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type EvictionPolicy = 'lru' | 'noeviction';
+/** STORE_NATIVE_IO: whether client sockets go through the store's C add-on (services/store/native-io.ts). */
+export type NativeIoMode = 'auto' | 'on' | 'off';
 
 export interface Setting<T> {
   readonly env: string;
@@ -137,6 +139,13 @@ export const storeSettings = {
     default: '0',
     description: 'Also write the snapshot every this many seconds while serving (a point-in-time image); 0 = only at shutdown. Needs `STORE_SNAPSHOT_PATH`.',
     parse: integer(0, 31_536_000),
+  },
+  nativeIo: {
+    env: 'STORE_NATIVE_IO',
+    default: 'auto',
+    description:
+      'Client sockets read and written by the store\'s C add-on (built by `npm ci` where a C compiler and Node\'s headers are present; Linux): `auto` uses it when built, else Node\'s own socket I/O; `on` refuses to start without it; `off` never uses it.',
+    parse: oneOf<NativeIoMode>('auto', 'on', 'off'),
   },
   snapshotRequired: {
     env: 'STORE_SNAPSHOT_REQUIRED',

@@ -6,6 +6,7 @@ import { LineFramer } from '../protocol/line-framer.ts';
 import { LINE_TOO_LONG_REPLY } from '../protocol/replies.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { CommandRunner } from './command-runner.ts';
+import type { ReadSwitch } from './read-switch.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
 import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from './store-metrics.ts';
 import type { TurnScheduler, TurnWork } from './turn-scheduler.ts';
@@ -73,6 +74,15 @@ export interface ConnectionFlow {
   readonly idleTimeoutMs: number;
   /** Its reads land in the server's shared buffer (else in a buffer per read, Node's way). */
   readonly sharedReads: boolean;
+  /** Its reads are made by the native poller (native-io.ts), not by Node's stream. */
+  readonly nativeReads: boolean;
+}
+
+/** How a connection's input is read: where it lands, by whom, and the switch that turns reading on and off. */
+export interface ConnectionReads {
+  readonly shared: boolean;
+  readonly native: boolean;
+  readonly switch: ReadSwitch;
 }
 
 /**
@@ -98,12 +108,14 @@ export class ClientConnection implements TurnWork {
   #stallUnsent = 0;
   /** performance.now() of the last input read or output drained, for idleMs(). */
   #activeAt = performance.now();
+  /** Input bytes received (socket.bytesRead counts only what Node's stream read). */
+  #bytesRead = 0;
 
-  readonly #sharedReads: boolean;
+  readonly #reads: ConnectionReads;
 
-  constructor(socket: Socket, context: ConnectionContext, sharedReads: boolean) {
+  constructor(socket: Socket, context: ConnectionContext, reads: ConnectionReads) {
     this.socket = socket;
-    this.#sharedReads = sharedReads;
+    this.#reads = reads;
     this.#ctx = context;
     this.#replies = new ReplyBuffer(context.replyPool);
     this.#framer = new LineFramer(context.maxLineBytes, {
@@ -121,7 +133,8 @@ export class ClientConnection implements TurnWork {
   /** Its flow control, but for the idle time-out, which is the server's (StoreServer.connectionFlows). */
   get flow(): Omit<ConnectionFlow, 'idleTimeoutMs'> {
     const s = this.socket;
-    return { bytesRead: s.bytesRead, bytesWritten: this.#replies.handedBytes, writableLength: s.writableLength, paused: s.isPaused(), sharedReads: this.#sharedReads };
+    const reads = this.#reads;
+    return { bytesRead: this.#bytesRead, bytesWritten: this.#replies.handedBytes, writableLength: s.writableLength, paused: reads.switch.paused, sharedReads: reads.shared, nativeReads: reads.native };
   }
 
   /**
@@ -193,6 +206,7 @@ export class ClientConnection implements TurnWork {
    */
   receive(buf: Buffer, n: number): void {
     this.#ctx.metrics.receivedBytes += n;
+    this.#bytesRead += n;
     if (this.#state !== OPEN) {
       this.#activeAt = performance.now();
       return; // after QUIT, an over-long line or shutdown the rest is read and dropped
@@ -286,12 +300,12 @@ export class ClientConnection implements TurnWork {
   /** Reads while the connection is open, holds no unframed input and has room for replies. */
   #steerReading(): void {
     if (this.#state !== OPEN) return;
-    const socket = this.socket;
+    const reading = this.#reads.switch;
     const read = !this.#framer.hasUnframedInput && this.#hasRoom();
     if (read) {
-      if (socket.isPaused()) socket.resume();
-    } else if (!socket.isPaused()) {
-      socket.pause();
+      if (reading.paused) reading.resume();
+    } else if (!reading.paused) {
+      reading.pause();
     }
   }
 
@@ -299,7 +313,7 @@ export class ClientConnection implements TurnWork {
   #finish(): void {
     this.#state = ENDED;
     const socket = this.socket;
-    if (socket.isPaused()) socket.resume();
+    if (this.#reads.switch.paused) this.#reads.switch.resume();
     // Once the last reply is handed to the kernel, the peer has LINGER_MS to close its side.
     socket.end(() => setTimeout(() => socket.destroy(), LINGER_MS).unref());
   }

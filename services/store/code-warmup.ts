@@ -6,6 +6,7 @@ import type { EvictionPolicy } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { KvEngine } from './kv-engine.ts';
 import { StoreMetrics } from './store-metrics.ts';
+import type { SocketIo } from './native-io.ts';
 import { StoreServer } from './store-server.ts';
 
 /**
@@ -57,6 +58,8 @@ export interface WarmupOptions {
   readonly maxValueBytes: number;
   readonly maxLineBytes: number;
   readonly logger: Logger;
+  /** The native socket I/O the real server uses, so its code is warmed too. */
+  readonly socketIo?: SocketIo | undefined;
   /** Where the scratch listener binds (a test gives an address that cannot be bound). */
   readonly host?: string;
   /** Default WARMUP_TIMEOUT_MS (a test gives less). */
@@ -99,6 +102,7 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
       idleTimeoutMs: 0,
       outputStallTimeoutMs: 0,
       evictionPolicy: options.evictionPolicy,
+      socketIo: options.socketIo,
     });
     const host = options.host ?? '127.0.0.1';
     const port = await server.listen(0, host);

@@ -2,6 +2,7 @@ import { writeSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { ReplyTarget, valueReplyLength, writeValueReply } from '../protocol/replies.ts';
 import { latin1Write } from '../shared/buffer-internals.ts';
+import { nativeWrite, type SocketIo } from './native-io.ts';
 
 /**
  * Replies are built as bytes, not strings: one connection's replies of a turn go into one
@@ -36,11 +37,13 @@ import { latin1Write } from '../shared/buffer-internals.ts';
  * Never on an encrypted socket: a TLS handle answers `fd` with its TCP connection's, and
  * bytes written there would go out unencrypted.
  */
-function writeNow(socket: Socket, buf: Buffer, n: number): number {
+function writeNow(socket: Socket, buf: Buffer, n: number, io: SocketIo | undefined): number {
   const internals = socket as unknown as SocketInternals;
   if (internals.encrypted === true) return -1;
   const fd = internals._handle?.fd ?? -1;
   if (!(fd >= 0)) return -1;
+  // The add-on's write(2) skips fs.writeSync's request object and trace checks (native-io.ts).
+  if (io !== undefined) return nativeWrite(io, fd, buf, n);
   try {
     return writeSync(fd, buf, 0, n);
   } catch (err) {
@@ -61,6 +64,12 @@ const POOL_SIZE = 64;
 
 export class ReplyBufferPool {
   readonly #free: ReplyTarget[] = [];
+  /** The native add-on, when replies are written through it. */
+  readonly io: SocketIo | undefined;
+
+  constructor(io?: SocketIo) {
+    this.io = io;
+  }
 
   take(minBytes: number): ReplyTarget {
     if (minBytes <= POOLED_BYTES) return this.#free.pop() ?? new ReplyTarget(Buffer.allocUnsafeSlow(POOLED_BYTES));
@@ -136,7 +145,7 @@ export class ReplyBuffer {
         this.#pool.give(this.#inFlight);
         this.#inFlight = null;
       }
-      taken = writeNow(socket, buf, n);
+      taken = writeNow(socket, buf, n, this.#pool.io);
       if (taken === n) {
         this.#pool.give(target);
         return n;

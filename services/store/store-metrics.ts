@@ -65,6 +65,8 @@ export interface StoreMetricsOptions {
   readonly maxConnections: number;
   /** Where the record arena's pages come from (page-source.ts); omitted: the serving thread, from the start. */
   readonly arenaPages?: { readonly threaded: boolean; readonly fellBack: boolean };
+  /** Client sockets are read and written through the native add-on (native-io.ts). */
+  readonly nativeIo?: boolean;
 }
 
 /** Counts kept by the server; plain fields and arrays so recording is a few adds. */
@@ -105,7 +107,7 @@ export class StoreMetrics {
 }
 
 /** Registers every store metric on `registry` and returns the counts the server feeds. */
-export function createStoreMetrics({ registry, engine, connections, maxConnections, arenaPages }: StoreMetricsOptions): StoreMetrics {
+export function createStoreMetrics({ registry, engine, connections, maxConnections, arenaPages, nativeIo = false }: StoreMetricsOptions): StoreMetrics {
   const m = new StoreMetrics();
   const registers = [registry];
   const reset = () => m.reset();
@@ -187,6 +189,11 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
     'kvstore_memory_arena_page_thread_fallbacks_total',
     'Times the page thread was given up while in use (it failed, exited, or took over 1 s for a page): 0 or 1, as pages come from the serving thread from then on.',
     () => (arenaPages?.fellBack ? 1 : 0),
+  );
+  gauge(
+    'kvstore_native_io',
+    'Whether client sockets are read and written by the store\'s C add-on (1; STORE_NATIVE_IO, README) or through Node\'s own socket I/O (0: not built, not Linux, or switched off).',
+    () => (nativeIo ? 1 : 0),
   );
   counter('kvstore_evictions_total', 'Keys evicted to make room (EVICTION_POLICY=lru).', () => engine.evictions);
   counter('kvstore_memory_footprint_evictions_total', 'Of kvstore_evictions_total, keys evicted because the memory footprint limit was reached before the usage cap.', () => engine.footprintEvictions);

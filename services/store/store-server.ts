@@ -3,6 +3,8 @@ import { MAX_CONNECTIONS_REPLY, statsReply } from '../protocol/replies.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
+import { NativeClientReads, type SocketIo } from './native-io.ts';
+import { streamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer } from './shared-read-buffer.ts';
@@ -29,6 +31,8 @@ export interface StoreServerOptions {
   readonly exemptFromLimit?: (socket: Socket) => boolean;
   /** A connection's time budget per turn, ms (default TURN_SLICE_MS; a test may set 0). */
   readonly turnSliceMs?: number;
+  /** Client sockets read and written through the native add-on (native-io.ts); without it, through Node. */
+  readonly socketIo?: SocketIo | undefined;
 }
 
 /**
@@ -60,6 +64,7 @@ export class StoreServer {
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = performance.now();
   readonly #reads = new SharedReadBuffer();
+  readonly #nativeReads: NativeClientReads | undefined;
   readonly #sweep: NodeJS.Timeout | undefined;
   #closing = false;
   #warnedReads = false;
@@ -69,11 +74,12 @@ export class StoreServer {
     this.options = options;
     this.metrics = options.metrics;
     const runner = new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply() });
+    this.#nativeReads = options.socketIo === undefined ? undefined : new NativeClientReads(options.socketIo);
     this.#context = {
       maxLineBytes: options.maxLineBytes,
       turnSliceMs: options.turnSliceMs ?? TURN_SLICE_MS,
       runner,
-      replyPool: new ReplyBufferPool(),
+      replyPool: new ReplyBufferPool(options.socketIo),
       turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }),
       metrics: options.metrics,
       logger: options.logger,
@@ -113,12 +119,15 @@ export class StoreServer {
       return;
     }
     let connection!: ClientConnection; // made below, before any read can arrive
-    const adopted = this.#reads.adopt(accepted, (buf, n) => connection.receive(buf, n), { allowHalfOpen: true });
-    const socket = adopted ?? accepted.resume();
+    // The native poller's reads (they start on a later turn), else the shared read buffer's, else Node's own.
+    const nativeSwitch = this.#nativeReads?.adopt(accepted, { receive: (buf, n) => connection.receive(buf, n) });
+    const adopted = nativeSwitch === undefined ? this.#reads.adopt(accepted, (buf, n) => connection.receive(buf, n), { allowHalfOpen: true }) : undefined;
+    const socket = nativeSwitch !== undefined ? accepted : (adopted ?? accepted.resume());
     this.#track(socket);
     this.metrics.connectionsTotal++;
-    connection = new ClientConnection(socket, this.#context, adopted !== undefined);
-    if (adopted === undefined) {
+    const shared = nativeSwitch !== undefined || adopted !== undefined;
+    connection = new ClientConnection(socket, this.#context, { shared, native: nativeSwitch !== undefined, switch: nativeSwitch ?? streamReadSwitch(socket) });
+    if (!shared) {
       const c = connection;
       socket.on('data', (chunk: Buffer) => c.receive(chunk, chunk.length));
       if (!this.#warnedReads) logger.warn({ node: process.version }, 'shared read buffer unavailable on this Node version: reading with a buffer per read');
@@ -215,6 +224,7 @@ export class StoreServer {
     grace.unref();
     await allClosed;
     clearTimeout(grace);
+    this.#nativeReads?.close();
   }
 
   /** Immediate and idempotent: closes the listener and destroys every socket. */
@@ -223,5 +233,6 @@ export class StoreServer {
     clearInterval(this.#sweep);
     if (this.server.listening) this.server.close();
     for (const socket of this.#sockets) socket.destroy();
+    this.#nativeReads?.close();
   }
 }

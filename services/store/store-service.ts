@@ -21,6 +21,7 @@ import { mallocMmapThreshold } from './malloc-tuning.ts';
 import { THIS_THREAD_PAGES, ThreadPageSource } from './page-source.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './store-server.ts';
+import { chooseSocketIo } from './native-io.ts';
 
 export interface StoreDeps {
   readonly logger: Logger;
@@ -99,6 +100,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })
       : undefined;
   const pageSource = threadPages ?? THIS_THREAD_PAGES;
+  const socketIo = chooseSocketIo(config.nativeIo, logger);
   const createEngine = (): KvEngine =>
     new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);
@@ -110,6 +112,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     maxValueBytes: config.maxValueBytes,
     maxLineBytes,
     logger,
+    socketIo,
   });
   if (warmup.error !== undefined) logger.warn({ err: warmup.error, commands: warmup.commands }, 'warm-up stopped early: the store starts with its code not yet compiled');
   // The page thread started during the warm-up; the first page must not wait for it.
@@ -133,7 +136,14 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     socket.once('close', () => probeSockets.delete(socket));
   };
   let server: StoreServer | undefined;
-  const metrics = createStoreMetrics({ registry, engine, connections: () => server?.connectionCount ?? 0, maxConnections: config.maxConnections, arenaPages: threadPages });
+  const metrics = createStoreMetrics({
+    registry,
+    engine,
+    connections: () => server?.connectionCount ?? 0,
+    maxConnections: config.maxConnections,
+    arenaPages: threadPages,
+    nativeIo: socketIo !== undefined,
+  });
   server = new StoreServer({
     engine,
     metrics,
@@ -146,6 +156,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     evictionPolicy: config.evictionPolicy,
     exemptFromLimit: isOwnProbe,
     turnSliceMs: deps.turnSliceMs,
+    socketIo,
   });
   const tcp = server;
 
@@ -213,6 +224,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       warmupMs: Math.round(warmup.ms),
       mallocMmapThreshold: mmapThreshold,
       arenaPagesThreaded: threadPages?.threaded ?? false,
+      nativeIo: socketIo !== undefined,
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
     },

@@ -33,7 +33,9 @@ export interface TestStore {
  */
 export async function startTestStore(overrides: Partial<StoreConfig> = {}, deps: Partial<StoreDeps> = {}): Promise<TestStore> {
   // No warm-up unless a test asks for one: it adds ~0.15 s to each of the suite's many stores.
-  const config = loadStoreConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, warmupKeys: 0, ...overrides });
+  // The store suites run twice (vitest.config.ts): with the native socket I/O where it is built, and through Node's.
+  const nativeIo = (process.env.TEST_STORE_NATIVE_IO as StoreConfig['nativeIo'] | undefined) ?? 'auto';
+  const config = loadStoreConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, warmupKeys: 0, nativeIo, ...overrides });
   const logs: Record<string, unknown>[] = [];
   const destination: DestinationStream = { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
   const logger = createLogger({ name: 'kvstore', level: config.logLevel, destination });

@@ -1,0 +1,171 @@
+import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
+import { constants } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { NativeIoMode } from '../shared/config.ts';
+import type { Logger } from '../shared/logger.ts';
+import type { ReadSwitch } from './read-switch.ts';
+
+/**
+ * The store's client-socket I/O in C (services/store/native/socket-io.c), when it was
+ * built (`npm ci` runs native/build-native.ts) and STORE_NATIVE_IO allows it: the reads
+ * of every ready client in one event-loop wake-up and one callback scope, and write(2)
+ * without Node's file-system binding. What it does and why: the C file's header.
+ */
+export interface SocketIo {
+  createPoller(buffer: Buffer, onRead: (id: number, n: number) => void): PollerHandle;
+  /** 0, or -errno. */
+  watch(poller: PollerHandle, fd: number, id: number): number;
+  unwatch(poller: PollerHandle, fd: number, id: number): void;
+  forget(poller: PollerHandle, fd: number, id: number): void;
+  closePoller(poller: PollerHandle): void;
+  /** The bytes the kernel took, or -errno. */
+  write(fd: number, buffer: Buffer, length: number): number;
+}
+
+declare const pollerBrand: unique symbol;
+export type PollerHandle = { readonly [pollerBrand]: true };
+
+const ADDON = fileURLToPath(new URL('./native/build/socket-io.node', import.meta.url));
+
+/** The built add-on, or why there is none. */
+export function loadSocketIo(): { readonly io: SocketIo } | { readonly reason: string } {
+  if (process.platform !== 'linux') return { reason: `not on Linux (${process.platform})` };
+  try {
+    return { io: createRequire(import.meta.url)(ADDON) as SocketIo };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return { reason: code === 'MODULE_NOT_FOUND' ? `not built (${ADDON}: npm ci builds it with a C compiler)` : `cannot load ${ADDON}: ${(err as Error).message}` };
+  }
+}
+
+/**
+ * The socket I/O STORE_NATIVE_IO asks for: the add-on when it loads (auto, on), else
+ * Node's (auto: said in one log line; on: the store does not start, with the reason).
+ */
+export function chooseSocketIo(mode: NativeIoMode, logger: Logger, load: typeof loadSocketIo = loadSocketIo): SocketIo | undefined {
+  if (mode === 'off') return undefined;
+  const loaded = load();
+  if ('io' in loaded) return loaded.io;
+  if (mode === 'on') throw new Error(`STORE_NATIVE_IO=on, but the native socket I/O is unavailable: ${loaded.reason}`);
+  logger.info({ why: loaded.reason }, 'native socket I/O unavailable: client sockets go through Node');
+  return undefined;
+}
+
+const EAGAIN = constants.errno.EAGAIN;
+
+/**
+ * writeNow's result from the add-on's: the bytes taken, 0 when the socket's buffer was
+ * full, -1 on any other error (left to socket.write, which reports it the usual way).
+ */
+export function nativeWrite(io: SocketIo, fd: number, buf: Buffer, n: number): number {
+  const r = io.write(fd, buf, n);
+  return r >= 0 ? r : r === -EAGAIN ? 0 : -1;
+}
+
+/** What a connection is told of its input read by the poller. */
+export interface NativeReadReceiver {
+  /** Bytes buf[0, n), valid only during the call (the poller's buffer is reused). */
+  receive(buf: Buffer, n: number): void;
+}
+
+interface SocketInternals {
+  readonly _handle: { readonly fd?: number } | null;
+}
+
+/** 64 KiB: what Node reads at once, and what one read here takes. */
+const READ_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * The client sockets of one server read through one poller. A socket handed over stays
+ * paused in Node's eyes for its whole life (the server listens with pauseOnConnect), so
+ * libuv never reads it; the poller does, while its ReadSwitch is on. At the end of the
+ * client's input the socket is told as Node's own read path would tell it ('end', after
+ * which a half-open socket is destroyed once our side has ended too); a read error
+ * destroys it with that error. Owned by the server, closed with it.
+ */
+export class NativeClientReads {
+  readonly #io: SocketIo;
+  readonly #poller: PollerHandle;
+  readonly #buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+  /** By id: the socket and its receiver; ids are reused once their socket has closed. */
+  readonly #sockets: (Socket | undefined)[] = [undefined];
+  readonly #receivers: (NativeReadReceiver | undefined)[] = [undefined];
+  readonly #freeIds: number[] = [];
+  #closed = false;
+
+  constructor(io: SocketIo) {
+    this.#io = io;
+    this.#poller = io.createPoller(this.#buffer, (id, n) => this.#onRead(id, n));
+  }
+
+  get io(): SocketIo {
+    return this.#io;
+  }
+
+  /**
+   * Reads `socket` for `receiver` from now on (reading on); undefined when the socket has
+   * no descriptor (already closed), when the caller keeps Node's reads.
+   */
+  adopt(socket: Socket, receiver: NativeReadReceiver): ReadSwitch | undefined {
+    const fd = (socket as unknown as SocketInternals)._handle?.fd;
+    if (this.#closed || fd === undefined || !(fd >= 0)) return undefined;
+    const id = this.#freeIds.pop() ?? this.#sockets.length;
+    if (this.#io.watch(this.#poller, fd, id) !== 0) {
+      this.#freeIds.push(id);
+      return undefined;
+    }
+    this.#sockets[id] = socket;
+    this.#receivers[id] = receiver;
+    let on = true;
+    socket.once('close', () => {
+      if (!this.#closed) this.#io.forget(this.#poller, fd, id);
+      on = false;
+      this.#sockets[id] = undefined;
+      this.#receivers[id] = undefined;
+      this.#freeIds.push(id);
+    });
+    const io = this.#io;
+    const poller = this.#poller;
+    return {
+      get paused() {
+        return !on;
+      },
+      pause: () => {
+        if (!on || this.#closed || socket.destroyed) return;
+        on = false;
+        io.unwatch(poller, fd, id);
+      },
+      resume: () => {
+        if (on || this.#closed || socket.destroyed) return;
+        on = io.watch(poller, fd, id) === 0;
+      },
+    };
+  }
+
+  /** Stops reading every socket (the server is done with them) and frees the poller. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#io.closePoller(this.#poller);
+  }
+
+  #onRead(id: number, n: number): void {
+    const socket = this.#sockets[id];
+    if (socket === undefined || socket.destroyed) return;
+    if (n > 0) {
+      this.#receivers[id]!.receive(this.#buffer, n);
+      return;
+    }
+    // No more input: stop watching (an ended socket stays readable to epoll), then as Node would.
+    const fd = (socket as unknown as SocketInternals)._handle?.fd;
+    if (fd !== undefined && fd >= 0) this.#io.unwatch(this.#poller, fd, id);
+    if (n === 0) {
+      socket.push(null);
+      socket.read(0);
+    } else {
+      const code = Object.entries(constants.errno).find(([, v]) => v === -n)?.[0] ?? `errno ${-n}`;
+      socket.destroy(Object.assign(new Error(`read ${code}`), { code, errno: n, syscall: 'read' }));
+    }
+  }
+}

@@ -1,0 +1,281 @@
+// The store's client-socket I/O in C (Linux): one epoll set of client sockets, polled by
+// the event loop as a single descriptor, and write(2) without Node's file-system binding.
+//
+// Why: at pipeline depth 1 every command is one read and one write, and Node's path for
+// each (libuv's read callback, MakeCallback, the stream's onread; fs.writeSync's request
+// and trace checks) cost more user-space CPU than all of Redis's per command. Here the
+// event loop wakes once for every ready client, the reads of the turn are made in one C
+// loop and handed to JavaScript under one callback scope (ticks and microtasks run once,
+// after the last), and a write is a plain write(2). Parsing, flow control and every
+// decision stay in JavaScript (services/store/native-io.ts, client-connection.ts).
+//
+// Built by `npm ci` (build-native.ts) when a C compiler and Node's headers are present;
+// without it the store reads and writes through Node as before (STORE_NATIVE_IO).
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <uv.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* Events taken from the kernel per poll; more ready sockets are served on the next one. */
+#define EVENTS_PER_POLL 256
+
+typedef struct Poller {
+  napi_env env;
+  int epfd;
+  uv_poll_t poll;
+  napi_ref on_read;  /* (id, n): n bytes in the buffer, 0 at end of input, -errno */
+  napi_ref buffer_ref;
+  char *buffer;
+  size_t buffer_len;
+  napi_ref resource_ref;
+  napi_async_context async_context;
+  /* watched[id] = the descriptor watched under id, or -1: a stale event is never read. */
+  int *watched;
+  uint32_t watched_len;
+  /* Descriptors watched: the poll keeps the event loop alive only while there are some. */
+  uint32_t watching;
+  int closed;
+} Poller;
+
+static napi_value throw_error(napi_env env, const char *what) {
+  napi_throw_error(env, NULL, what);
+  return NULL;
+}
+
+static Poller *poller_of(napi_env env, napi_value value) {
+  void *p = NULL;
+  if (napi_get_value_external(env, value, &p) != napi_ok || p == NULL) {
+    napi_throw_type_error(env, NULL, "not a poller");
+    return NULL;
+  }
+  Poller *poller = p;
+  if (poller->closed) {
+    napi_throw_error(env, NULL, "poller closed");
+    return NULL;
+  }
+  return poller;
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events) {
+  (void)status;
+  (void)events;
+  Poller *p = handle->data;
+  struct epoll_event ready[EVENTS_PER_POLL];
+  int count;
+  do count = epoll_wait(p->epfd, ready, EVENTS_PER_POLL, 0);
+  while (count < 0 && errno == EINTR);
+  if (count <= 0) return;
+  napi_env env = p->env;
+  napi_handle_scope handles;
+  napi_open_handle_scope(env, &handles);
+  napi_value resource, callback, receiver;
+  napi_get_reference_value(env, p->resource_ref, &resource);
+  napi_get_reference_value(env, p->on_read, &callback);
+  napi_get_undefined(env, &receiver);
+  napi_callback_scope scope;
+  napi_open_callback_scope(env, resource, p->async_context, &scope);
+  for (int i = 0; i < count && !p->closed; i++) {
+    uint32_t id = (uint32_t)(ready[i].data.u64 >> 32);
+    int fd = (int)(ready[i].data.u64 & 0xffffffffu);
+    /* Unwatched (or closed) by JavaScript since the kernel reported it. */
+    if (id >= p->watched_len || p->watched[id] != fd) continue;
+    ssize_t n;
+    do n = read(fd, p->buffer, p->buffer_len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    napi_value argv[2];
+    napi_create_uint32(env, id, &argv[0]);
+    napi_create_int32(env, n < 0 ? -errno : (int32_t)n, &argv[1]);
+    if (napi_call_function(env, receiver, callback, 2, argv, NULL) == napi_pending_exception) {
+      napi_value error;
+      napi_get_and_clear_last_exception(env, &error);
+      napi_fatal_exception(env, error);
+      break;
+    }
+  }
+  napi_close_callback_scope(env, scope);
+  napi_close_handle_scope(env, handles);
+}
+
+/* createPoller(buffer, onRead): a poller whose reads land in `buffer`. */
+static napi_value create_poller(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  void *data;
+  size_t len;
+  if (argc < 2 || napi_get_buffer_info(env, argv[0], &data, &len) != napi_ok || len == 0) {
+    napi_throw_type_error(env, NULL, "createPoller(buffer, onRead)");
+    return NULL;
+  }
+  Poller *p = calloc(1, sizeof(Poller));
+  if (p == NULL) return throw_error(env, "out of memory");
+  p->env = env;
+  p->buffer = data;
+  p->buffer_len = len;
+  p->epfd = epoll_create1(EPOLL_CLOEXEC);
+  if (p->epfd < 0) {
+    free(p);
+    return throw_error(env, "epoll_create1 failed");
+  }
+  uv_loop_t *loop;
+  napi_get_uv_event_loop(env, &loop);
+  uv_poll_init(loop, &p->poll, p->epfd);
+  p->poll.data = p;
+  uv_poll_start(&p->poll, UV_READABLE, on_poll);
+  uv_unref((uv_handle_t *)&p->poll);
+  napi_create_reference(env, argv[0], 1, &p->buffer_ref);
+  napi_create_reference(env, argv[1], 1, &p->on_read);
+  napi_value resource, name;
+  napi_create_object(env, &resource);
+  napi_create_reference(env, resource, 1, &p->resource_ref);
+  napi_create_string_utf8(env, "kvstore.clientReads", NAPI_AUTO_LENGTH, &name);
+  napi_async_init(env, resource, name, &p->async_context);
+  napi_value external;
+  napi_create_external(env, p, NULL, NULL, &external);
+  return external;
+}
+
+static int watched_set(Poller *p, uint32_t id, int fd) {
+  if (id >= p->watched_len) {
+    uint32_t len = p->watched_len == 0 ? 64 : p->watched_len;
+    while (len <= id) len *= 2;
+    int *grown = realloc(p->watched, len * sizeof(int));
+    if (grown == NULL) return -ENOMEM;
+    for (uint32_t i = p->watched_len; i < len; i++) grown[i] = -1;
+    p->watched = grown;
+    p->watched_len = len;
+  }
+  if (p->watched[id] < 0 && fd >= 0 && p->watching++ == 0) uv_ref((uv_handle_t *)&p->poll);
+  if (p->watched[id] >= 0 && fd < 0 && --p->watching == 0) uv_unref((uv_handle_t *)&p->poll);
+  p->watched[id] = fd;
+  return 0;
+}
+
+static int args_poller_fd_id(napi_env env, napi_callback_info info, Poller **p, int32_t *fd, uint32_t *id, size_t want) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < want) {
+    napi_throw_type_error(env, NULL, "missing arguments");
+    return 0;
+  }
+  *p = poller_of(env, argv[0]);
+  if (*p == NULL) return 0;
+  if (napi_get_value_int32(env, argv[1], fd) != napi_ok || *fd < 0) {
+    napi_throw_type_error(env, NULL, "fd must be a descriptor");
+    return 0;
+  }
+  if (want > 2 && napi_get_value_uint32(env, argv[2], id) != napi_ok) {
+    napi_throw_type_error(env, NULL, "id must be an unsigned integer");
+    return 0;
+  }
+  return 1;
+}
+
+/* watch(poller, fd, id): 0, or -errno. The socket's reads go to onRead(id, n) until unwatch. */
+static napi_value watch(napi_env env, napi_callback_info info) {
+  Poller *p;
+  int32_t fd;
+  uint32_t id;
+  if (!args_poller_fd_id(env, info, &p, &fd, &id, 3)) return NULL;
+  struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)id << 32) | (uint32_t)fd };
+  int result = watched_set(p, id, fd);
+  if (result == 0 && epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    result = errno == EEXIST ? 0 : -errno;
+    if (result != 0) watched_set(p, id, -1);
+  }
+  napi_value out;
+  napi_create_int32(env, result, &out);
+  return out;
+}
+
+/* unwatch(poller, fd, id): no more reads of the socket, which must still be open. */
+static napi_value unwatch(napi_env env, napi_callback_info info) {
+  Poller *p;
+  int32_t fd;
+  uint32_t id;
+  if (!args_poller_fd_id(env, info, &p, &fd, &id, 3)) return NULL;
+  if (id < p->watched_len && p->watched[id] == fd) {
+    watched_set(p, id, -1);
+    epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL);
+  }
+  return NULL;
+}
+
+/*
+ * forget(poller, fd, id): the socket under id was closed. Closing its descriptor already
+ * took it out of the epoll set; no EPOLL_CTL_DEL, which by now could hit a new socket
+ * given the same descriptor number.
+ */
+static napi_value forget(napi_env env, napi_callback_info info) {
+  Poller *p;
+  int32_t fd;
+  uint32_t id;
+  if (!args_poller_fd_id(env, info, &p, &fd, &id, 3)) return NULL;
+  if (id < p->watched_len && p->watched[id] == fd) watched_set(p, id, -1);
+  return NULL;
+}
+
+static void free_poller(uv_handle_t *handle) {
+  Poller *p = handle->data;
+  free(p->watched);
+  free(p);
+}
+
+/* closePoller(poller): stops polling and frees it once the event loop lets go of it. */
+static napi_value close_poller(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  Poller *p = argc < 1 ? NULL : poller_of(env, argv[0]);
+  if (p == NULL) return NULL;
+  p->closed = 1;
+  uv_poll_stop(&p->poll);
+  close(p->epfd);
+  napi_async_destroy(env, p->async_context);
+  napi_delete_reference(env, p->on_read);
+  napi_delete_reference(env, p->buffer_ref);
+  napi_delete_reference(env, p->resource_ref);
+  uv_close((uv_handle_t *)&p->poll, free_poller);
+  return NULL;
+}
+
+/* write(fd, buffer, length): bytes the kernel took, or -errno (-EAGAIN when it took none). */
+static napi_value write_bytes(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd, length;
+  void *data;
+  size_t len;
+  if (argc < 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_buffer_info(env, argv[1], &data, &len) != napi_ok ||
+      napi_get_value_int32(env, argv[2], &length) != napi_ok || length < 0 || (size_t)length > len) {
+    napi_throw_type_error(env, NULL, "write(fd, buffer, length)");
+    return NULL;
+  }
+  ssize_t n;
+  do n = write(fd, data, (size_t)length);
+  while (n < 0 && errno == EINTR);
+  napi_value out;
+  napi_create_int32(env, n < 0 ? -errno : (int32_t)n, &out);
+  return out;
+}
+
+NAPI_MODULE_INIT() {
+  napi_property_descriptor methods[] = {
+    { "createPoller", NULL, create_poller, NULL, NULL, NULL, napi_default, NULL },
+    { "watch", NULL, watch, NULL, NULL, NULL, napi_default, NULL },
+    { "unwatch", NULL, unwatch, NULL, NULL, NULL, napi_default, NULL },
+    { "forget", NULL, forget, NULL, NULL, NULL, napi_default, NULL },
+    { "closePoller", NULL, close_poller, NULL, NULL, NULL, napi_default, NULL },
+    { "write", NULL, write_bytes, NULL, NULL, NULL, napi_default, NULL },
+  };
+  napi_define_properties(env, exports, sizeof(methods) / sizeof(methods[0]), methods);
+  return exports;
+}

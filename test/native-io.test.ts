@@ -1,0 +1,95 @@
+// The store's client-socket I/O in C (services/store/native/socket-io.c, native-io.ts):
+// built by `npm ci` where a C compiler and Node's headers are present, which CI has. The
+// store suites run both with it (the default) and through Node (vitest.config.ts); here,
+// what is particular to it.
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { chooseSocketIo, loadSocketIo } from '../services/store/native-io.ts';
+import { createLogger } from '../services/shared/logger.ts';
+import { destroyAll } from './helpers/cleanup.ts';
+import { startTestStore } from './helpers/store-harness.ts';
+
+afterEach(destroyAll);
+
+const loaded = loadSocketIo();
+const built = 'io' in loaded;
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+describe('native socket I/O', () => {
+  it('is built (npm ci compiles it; CI has a compiler, so there it must be)', (ctx) => {
+    if (!built && process.env.CI === undefined) ctx.skip(`native socket I/O not built here: ${'reason' in loaded ? loaded.reason : ''}`);
+    expect(loaded).toHaveProperty('io');
+  });
+
+  describe.skipIf(!built)('a store using it', () => {
+    it('reads and writes every client through it, and says so in its metric and ready line', async () => {
+      const store = await startTestStore({ nativeIo: 'on' });
+      const [a, b] = await Promise.all([store.client(), store.client()]);
+      expect(await a.request('SET k native')).toBe('OK');
+      expect(await b.request('GET k')).toBe(`VALUE ${b64('native')}`);
+      const flows = store.service.server.connectionFlows();
+      expect(flows.length).toBe(2);
+      expect(flows.every((f) => f.nativeReads && f.sharedReads && f.bytesRead > 0)).toBe(true);
+      expect((await store.admin('/metrics')).body).toMatch(/^kvstore_native_io 1$/m);
+      expect(store.logs.find((l) => l.msg === 'kvstore ready')).toMatchObject({ nativeIo: true });
+    });
+
+    it('answers all a client sent before its FIN, then closes the connection', async () => {
+      const store = await startTestStore({ nativeIo: 'on' });
+      const socket = connect({ port: store.port, host: '127.0.0.1' });
+      await once(socket, 'connect');
+      let text = '';
+      socket.setEncoding('latin1').on('data', (c: string) => (text += c));
+      socket.end('SET a 1\nGET a\nPING\n'); // the FIN follows the lines at once
+      await once(socket, 'end');
+      expect(text).toBe(`OK\nVALUE ${b64('1')}\nPONG\n`);
+      await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { timeout: 10_000, interval: 10 });
+    });
+
+    it('drops a connection reset by its client, and serves the next ones on the same descriptor numbers', async () => {
+      const store = await startTestStore({ nativeIo: 'on' });
+      for (let round = 0; round < 3; round++) {
+        const clients = await Promise.all(Array.from({ length: 20 }, () => store.client()));
+        const replies = await Promise.all(clients.map((c, i) => c.request(`SET k${round}-${i} v${i}`).then(() => c.request(`GET k${round}-${i}`))));
+        expect(replies).toEqual(clients.map((_, i) => `VALUE ${b64(`v${i}`)}`));
+        for (const c of clients) c.socket.resetAndDestroy(); // RST: the store's next read fails with ECONNRESET
+        await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { timeout: 10_000, interval: 10 });
+      }
+      expect(store.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    });
+
+    it('is not used with STORE_NATIVE_IO=off', async () => {
+      const store = await startTestStore({ nativeIo: 'off' });
+      const client = await store.client();
+      expect(await client.request('PING')).toBe('PONG');
+      expect(store.service.server.connectionFlows().every((f) => !f.nativeReads)).toBe(true);
+      expect((await store.admin('/metrics')).body).toMatch(/^kvstore_native_io 0$/m);
+    });
+  });
+});
+
+describe('STORE_NATIVE_IO', () => {
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({ name: 'kvstore', level: 'info', destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } });
+  const unavailable = () => ({ reason: 'not built (test)' });
+  const available = () => ({ io: { write: () => 0 } as never });
+
+  it('auto: the add-on when it loads, else Node with one log line saying why', () => {
+    expect(chooseSocketIo('auto', logger, available)).toBeDefined();
+    logs.length = 0;
+    expect(chooseSocketIo('auto', logger, unavailable)).toBeUndefined();
+    expect(logs).toMatchObject([{ msg: 'native socket I/O unavailable: client sockets go through Node', why: 'not built (test)' }]);
+  });
+
+  it('on: the store does not start without it, and the error says why', () => {
+    expect(chooseSocketIo('on', logger, available)).toBeDefined();
+    expect(() => chooseSocketIo('on', logger, unavailable)).toThrow('STORE_NATIVE_IO=on, but the native socket I/O is unavailable: not built (test)');
+  });
+
+  it('off: never loaded', () => {
+    const load = vi.fn(available);
+    expect(chooseSocketIo('off', logger, load)).toBeUndefined();
+    expect(load).not.toHaveBeenCalled();
+  });
+});
