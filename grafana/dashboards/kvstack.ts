@@ -168,6 +168,15 @@ export default dashboard({
         queries: [query(sel('kvstore_memory_arena_pages_threaded'), 'threaded {{instance}}'), query(sel('kvstore_memory_arena_page_thread_fallbacks_total'), 'given up {{instance}}')],
       }),
       timeseries({
+        title: 'Client sockets through the C add-on',
+        description:
+          'Whether the store reads and writes its client sockets with its C add-on (kvstore_native_io: 1) or through Node\'s own socket I/O (0: STORE_NATIVE_IO=off, or the add-on was not built, as in the container images, which have no C compiler). Node\'s path costs more CPU per command at low pipeline depths; nothing else differs.',
+        unit: 'none',
+        width: 8,
+        min: 0,
+        queries: [query(sel('kvstore_native_io'), '{{instance}}')],
+      }),
+      timeseries({
         title: 'Keys',
         description: 'Keys held (kvstore_keys).',
         unit: 'short',
