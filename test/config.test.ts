@@ -24,6 +24,7 @@ describe('loadStoreConfig', () => {
       warmupKeys: 20000,
       snapshotPath: '',
       snapshotIntervalS: 0,
+      nativeIo: 'auto',
       snapshotRequired: false,
       logLevel: 'info',
       maxValueBytes: 1048576,
@@ -47,6 +48,7 @@ describe('loadStoreConfig', () => {
       STORE_SNAPSHOT_PATH: join(tmpdir(), 'kvstack.snapshot'),
       STORE_SNAPSHOT_INTERVAL_S: '60',
       STORE_SNAPSHOT_REQUIRED: 'TRUE',
+      STORE_NATIVE_IO: 'Off',
     });
     expect(config).toEqual({
       host: '0.0.0.0',
@@ -60,11 +62,16 @@ describe('loadStoreConfig', () => {
       warmupKeys: 0,
       snapshotPath: join(tmpdir(), 'kvstack.snapshot'),
       snapshotIntervalS: 60,
+      nativeIo: 'off',
       snapshotRequired: true,
       logLevel: 'debug',
       maxValueBytes: 64,
     });
     expect(loadStoreConfig({ STORE_PORT: '' }).port).toBe(8765);
+  });
+
+  it('refuses a STORE_NATIVE_IO other than auto, on or off, naming the variable', () => {
+    expect(() => loadStoreConfig({ STORE_NATIVE_IO: 'yes' })).toThrow(/^STORE_NATIVE_IO="?yes"? is invalid: expected one of auto, on, off/);
   });
 
   it('refuses snapshot settings that cannot work, naming the variable', () => {
