@@ -54,6 +54,8 @@ export interface Server {
   readonly pid: number;
   readonly port: number;
   readonly metricsPort?: number;
+  /** The store's ready line says its client sockets go through its C add-on (STORE_NATIVE_IO). */
+  readonly nativeIo?: boolean;
   readonly command: string;
   stop(): Promise<void>;
 }
@@ -64,7 +66,7 @@ export async function startServer(
   cmd: string,
   args: string[],
   env: Record<string, string>,
-  ready: (line: string) => { port: number; metricsPort?: number } | undefined,
+  ready: (line: string) => { port: number; metricsPort?: number; nativeIo?: boolean } | undefined,
 ): Promise<Server> {
   const p = await spawnUntilReady({ label, command: cmd, args, cwd: root, env, ready, detached: true });
   children.add(p.child);
@@ -84,7 +86,7 @@ function jsonReady(msg: string) {
   const isReady = jsonLineWithMsg(msg);
   return (line: string) => {
     const entry = isReady(line);
-    return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined } : undefined;
+    return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined, nativeIo: entry.nativeIo === true } : undefined;
   };
 }
 

@@ -70,9 +70,11 @@ export interface ReportInput {
   readonly memory: { readonly kvstack: MemoryResult; readonly redis?: MemoryResult } | undefined;
   readonly http: HttpRun | undefined;
   readonly commands: readonly string[];
+  /** The store's client sockets went through its C add-on (its ready line); undefined: not known. */
+  readonly storeNativeIo?: boolean;
 }
 
-export function renderReport({ settings: s, cpus, client, depths, memory, http, commands }: ReportInput): string {
+export function renderReport({ settings: s, cpus, client, depths, memory, http, commands, storeNativeIo }: ReportInput): string {
   const rows: string[][] = [['', 'kvstack', 'Redis', 'kvstack/Redis']];
   for (const runs of depths) {
     const { depth: d, kvstack: kvstackRuns, redis: redisRuns } = runs;
@@ -111,7 +113,7 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
     '',
     `kvstack benchmark — ${s.connections} connections, GET:SET 9:1, ${s.valueSize}-byte values, ${fmt(s.keyspace)} keys, ${s.duration} s per run, same client (${client}) for both`,
     `median of ${s.rounds} interleaved round${s.rounds === 1 ? '' : 's'} per depth; a round is a kvstack run and a Redis run back to back, and "median of the rounds' ratios" (with their range) compares each kvstack run with the Redis run next to it`,
-    `${cpus} CPUs, Node ${process.version}; the servers and the client share the machine.`,
+    `${cpus} CPUs, Node ${process.version}; the servers and the client share the machine.${storeNativeIo === undefined ? '' : storeNativeIo ? ' The store\'s client sockets went through its C add-on (STORE_NATIVE_IO).' : ' The store\'s client sockets went through Node\'s socket I/O (STORE_NATIVE_IO=off, or the add-on not built).'}`,
     `server CPU µs/op: the server process's CPU time (every thread) over the measured window / its operations (median of the rounds); client CPU %: the load generator's, of one core; machine steal: the time a virtual machine's hypervisor took its CPUs away during a run (/proc/stat; medians); quiet rounds: those in which neither run had more steal than ${QUIET_STEAL_SHARE * 100}% of the machine's CPU time over the measured seconds (${fmt(quietStealBudgetMs(cpus, s.duration))} ms here).`,
     '',
     table(rows),

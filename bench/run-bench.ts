@@ -104,6 +104,7 @@ async function main(): Promise<void> {
     };
   }
   results.store = rounds;
+  results.storeNativeIo = store.nativeIo ?? null;
   await redis?.stop();
   await store.stop();
 
@@ -131,7 +132,7 @@ async function main(): Promise<void> {
   results.memory = memory ?? null;
   results.commands = commands;
 
-  process.stdout.write(renderReport({ settings: s, cpus, client: s.kvload ? 'kvload' : 'kv bench', depths, memory, http, commands }));
+  process.stdout.write(renderReport({ settings: s, cpus, client: s.kvload ? 'kvload' : 'kv bench', depths, memory, http, commands, storeNativeIo: store.nativeIo }));
 
   if (s.jsonFile) {
     const file = resolve(process.cwd(), s.jsonFile);

@@ -30,6 +30,13 @@ describe('bench report: kvstack against Redis round by round', () => {
     expect(text).toMatch(/depth 16: ops\/s, median of the rounds' ratios +1\.25x \(0\.50-2\.00\)/);
   });
 
+  it('says whether the store\'s client sockets went through its C add-on', () => {
+    const report = (storeNativeIo: boolean | undefined) => renderReport({ settings, cpus: 2, client: 'kvload', depths: [depth], memory: undefined, http: undefined, commands: [], storeNativeIo });
+    expect(report(true)).toContain("The store's client sockets went through its C add-on (STORE_NATIVE_IO).");
+    expect(report(false)).toContain("The store's client sockets went through Node's socket I/O");
+    expect(report(undefined)).not.toContain('client sockets went through');
+  });
+
   it('leaves the paired row out with a single round', () => {
     const text = renderReport({ settings: { ...settings, rounds: 1 }, cpus: 2, client: 'kvload', depths: [{ depth: 1, kvstack: [run(90)], redis: [run(100)] }], memory: undefined, http: undefined, commands: [] });
     expect(text).toMatch(/depth 1: ops\/s +90 +100 +0\.90x/);
