@@ -138,14 +138,19 @@ ci_build_node_image() {
   # The Node tarball has no npm; the machine's npm module (npm 11) runs on Node 24.
   npm_dir="$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")"
   [[ -f $npm_dir/package.json && $(basename "$npm_dir") == npm ]] || ci_die "cannot locate the npm module (found $npm_dir)"
-  rm -rf "$ctx" && mkdir -p "$ctx"
+  rm -rf "$ctx" && mkdir -p "$ctx/include"
   cp "$node" "$ctx/node"
   cp -a "$npm_dir" "$ctx/npm"
+  # Node's headers, where the official image has them: the store image compiles its C add-on against them.
+  local headers
+  headers="$(dirname "$node")/../include/node"
+  [[ -f $headers/node_api.h ]] && cp -a "$headers" "$ctx/include/node"
   # The registry is reached through a TLS-inspecting proxy whose CA only the host bundle has.
   cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"
   cat >"$ctx/Dockerfile" <<EOF
 FROM $CI_BASE_IMAGE
 COPY node /usr/local/bin/node
+COPY include /usr/local/include
 COPY npm /usr/local/lib/node_modules/npm
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 RUN groupadd --gid 1000 node \\
@@ -231,9 +236,14 @@ ci_smoke_image() {
   ci_log "$image: $(echo "$out" | head -n 1)"
 }
 
+# A stand-in made before it carried Node's headers is made again.
+ci_node_image_has_headers() {
+  docker run --rm --entrypoint test "$CI_NODE_IMAGE" -f /usr/local/include/node/node_api.h
+}
+
 ci_ensure_standin_images() {
   local built=0
-  if ! ci_image_exists "$CI_NODE_IMAGE"; then
+  if ! ci_image_exists "$CI_NODE_IMAGE" || ! ci_node_image_has_headers; then
     ci_ensure_base_image
     ci_build_node_image
     ci_smoke_image "$CI_NODE_IMAGE" --user node "$CI_NODE_IMAGE" \

@@ -170,7 +170,7 @@ export default dashboard({
       timeseries({
         title: 'Client sockets through the C add-on',
         description:
-          'Whether the store reads and writes its client sockets with its C add-on (kvstore_native_io: 1) or through Node\'s own socket I/O (0: STORE_NATIVE_IO=off, or the add-on was not built, as in the container images, which have no C compiler). Node\'s path costs more CPU per command at low pipeline depths; nothing else differs.',
+          'Whether the store reads and writes its client sockets with its C add-on (kvstore_native_io: 1) or through Node\'s own socket I/O (0: STORE_NATIVE_IO=off, or the add-on was not built: no C compiler where npm ci or the image build ran). Node\'s path costs more CPU per command at low pipeline depths; nothing else differs.',
         unit: 'none',
         width: 8,
         min: 0,

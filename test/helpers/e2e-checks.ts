@@ -77,6 +77,8 @@ export function defineStackChecks(stack: () => Stack): void {
     expect(after.get - before.get).toBe(gets);
     expect(after.set - before.set).toBe(puts);
     expect(after.storeGet - before.storeGet).toBe(gets);
+    // The store image carries its C add-on for client sockets (deploy/Dockerfile, the native stage).
+    expect(await prom.sum('kvstore_native_io')).toBe(1);
   });
 
   it('every query of every dashboard returns data', async () => {
