@@ -48,7 +48,7 @@ describe('native socket I/O', () => {
     });
 
     it('drops a connection reset by its client, and serves the next ones on the same descriptor numbers', async () => {
-      const store = await startTestStore({ nativeIo: 'on' });
+      const store = await startTestStore({ nativeIo: 'on', logLevel: 'debug' });
       for (let round = 0; round < 3; round++) {
         const clients = await Promise.all(Array.from({ length: 20 }, () => store.client()));
         const replies = await Promise.all(clients.map((c, i) => c.request(`SET k${round}-${i} v${i}`).then(() => c.request(`GET k${round}-${i}`))));
@@ -57,6 +57,8 @@ describe('native socket I/O', () => {
         await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { timeout: 10_000, interval: 10 });
       }
       expect(store.logs.filter((l) => (l.level as number) >= 50)).toEqual([]);
+      // Each reset reached its socket as Node's own read path reports one.
+      expect(store.logs.filter((l) => l.msg === 'client socket error' && l.err === 'read ECONNRESET').length).toBeGreaterThan(0);
     });
 
     it('is not used with STORE_NATIVE_IO=off', async () => {

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { getSystemErrorName } from 'node:util';
 import type { NativeIoMode } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ReadSwitch } from './read-switch.ts';
@@ -164,7 +165,8 @@ export class NativeClientReads {
       socket.push(null);
       socket.read(0);
     } else {
-      const code = Object.entries(constants.errno).find(([, v]) => v === -n)?.[0] ?? `errno ${-n}`;
+      // The error Node's own read path gives (`read ECONNRESET`, with code, errno and syscall).
+      const code = getSystemErrorName(n);
       socket.destroy(Object.assign(new Error(`read ${code}`), { code, errno: n, syscall: 'read' }));
     }
   }
