@@ -86,7 +86,7 @@ function jsonReady(msg: string) {
   const isReady = jsonLineWithMsg(msg);
   return (line: string) => {
     const entry = isReady(line);
-    return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined, nativeIo: entry.nativeIo === true } : undefined;
+    return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined, nativeIo: typeof entry.nativeIo === 'boolean' ? entry.nativeIo : undefined } : undefined;
   };
 }
 

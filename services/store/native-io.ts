@@ -6,6 +6,7 @@ import { getSystemErrorName } from 'node:util';
 import type { NativeIoMode } from '../shared/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ReadSwitch } from './read-switch.ts';
+import type { ReadReceiver } from './shared-read-buffer.ts';
 
 /**
  * The store's client-socket I/O in C (services/store/native/socket-io.c), when it was
@@ -64,14 +65,21 @@ export function nativeWrite(io: SocketIo, fd: number, buf: Buffer, n: number): n
   return r >= 0 ? r : r === -EAGAIN ? 0 : -1;
 }
 
-/** What a connection is told of its input read by the poller. */
-export interface NativeReadReceiver {
-  /** Bytes buf[0, n), valid only during the call (the poller's buffer is reused). */
-  receive(buf: Buffer, n: number): void;
-}
-
 interface SocketInternals {
   readonly _handle: { readonly fd?: number } | null;
+}
+
+/** The socket's file descriptor, or -1 when it has none (closed; or a platform whose handles have none). */
+export function socketFd(socket: Socket): number {
+  const fd = (socket as unknown as SocketInternals)._handle?.fd;
+  return fd !== undefined && fd >= 0 ? fd : -1;
+}
+
+/** A socket the poller reads, under its id. */
+interface Watched {
+  readonly socket: Socket;
+  readonly fd: number;
+  readonly receive: ReadReceiver;
 }
 
 /** 64 KiB: what Node reads at once, and what one read here takes. */
@@ -89,9 +97,8 @@ export class NativeClientReads {
   readonly #io: SocketIo;
   readonly #poller: PollerHandle;
   readonly #buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
-  /** By id: the socket and its receiver; ids are reused once their socket has closed. */
-  readonly #sockets: (Socket | undefined)[] = [undefined];
-  readonly #receivers: (NativeReadReceiver | undefined)[] = [undefined];
+  /** By id; ids are reused once their socket has closed. */
+  readonly #watched: (Watched | undefined)[] = [];
   readonly #freeIds: number[] = [];
   #closed = false;
 
@@ -100,30 +107,27 @@ export class NativeClientReads {
     this.#poller = io.createPoller(this.#buffer, (id, n) => this.#onRead(id, n));
   }
 
-  get io(): SocketIo {
-    return this.#io;
-  }
-
   /**
-   * Reads `socket` for `receiver` from now on (reading on); undefined when the socket has
-   * no descriptor (already closed), when the caller keeps Node's reads.
+   * Reads `socket` into `receive` (bytes valid only during the call: the poller's buffer is
+   * reused) from now on, reading on; undefined when the socket has no descriptor (already
+   * closed) or the kernel refused to watch it, when the caller keeps Node's reads.
    */
-  adopt(socket: Socket, receiver: NativeReadReceiver): ReadSwitch | undefined {
-    const fd = (socket as unknown as SocketInternals)._handle?.fd;
-    if (this.#closed || fd === undefined || !(fd >= 0)) return undefined;
-    const id = this.#freeIds.pop() ?? this.#sockets.length;
+  adopt(socket: Socket, receive: ReadReceiver): ReadSwitch | undefined {
+    const fd = socketFd(socket);
+    if (this.#closed || fd < 0) return undefined;
+    const id = this.#freeIds.pop() ?? this.#watched.length;
     if (this.#io.watch(this.#poller, fd, id) !== 0) {
       this.#freeIds.push(id);
       return undefined;
     }
-    this.#sockets[id] = socket;
-    this.#receivers[id] = receiver;
+    this.#watched[id] = { socket, fd, receive };
+    // After the end of the input the switch stays on: there is nothing more to read, and
+    // watching again would report that end a second time.
     let on = true;
     socket.once('close', () => {
       if (!this.#closed) this.#io.forget(this.#poller, fd, id);
       on = false;
-      this.#sockets[id] = undefined;
-      this.#receivers[id] = undefined;
+      this.#watched[id] = undefined;
       this.#freeIds.push(id);
     });
     const io = this.#io;
@@ -152,15 +156,15 @@ export class NativeClientReads {
   }
 
   #onRead(id: number, n: number): void {
-    const socket = this.#sockets[id];
-    if (socket === undefined || socket.destroyed) return;
+    const watched = this.#watched[id];
+    if (watched === undefined || watched.socket.destroyed) return;
     if (n > 0) {
-      this.#receivers[id]!.receive(this.#buffer, n);
+      watched.receive(this.#buffer, n);
       return;
     }
     // No more input: stop watching (an ended socket stays readable to epoll), then as Node would.
-    const fd = (socket as unknown as SocketInternals)._handle?.fd;
-    if (fd !== undefined && fd >= 0) this.#io.unwatch(this.#poller, fd, id);
+    const { socket, fd } = watched;
+    this.#io.unwatch(this.#poller, fd, id);
     if (n === 0) {
       socket.push(null);
       socket.read(0);

@@ -2,7 +2,7 @@ import { writeSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { ReplyTarget, valueReplyLength, writeValueReply } from '../protocol/replies.ts';
 import { latin1Write } from '../shared/buffer-internals.ts';
-import { nativeWrite, type SocketIo } from './native-io.ts';
+import { nativeWrite, socketFd, type SocketIo } from './native-io.ts';
 
 /**
  * Replies are built as bytes, not strings: one connection's replies of a turn go into one
@@ -38,10 +38,9 @@ import { nativeWrite, type SocketIo } from './native-io.ts';
  * bytes written there would go out unencrypted.
  */
 function writeNow(socket: Socket, buf: Buffer, n: number, io: SocketIo | undefined): number {
-  const internals = socket as unknown as SocketInternals;
-  if (internals.encrypted === true) return -1;
-  const fd = internals._handle?.fd ?? -1;
-  if (!(fd >= 0)) return -1;
+  if ((socket as unknown as { readonly encrypted?: boolean }).encrypted === true) return -1; // tls.TLSSocket's (always true there)
+  const fd = socketFd(socket);
+  if (fd < 0) return -1;
   // The add-on's write(2) skips fs.writeSync's request object and trace checks (native-io.ts).
   if (io !== undefined) return nativeWrite(io, fd, buf, n);
   try {
@@ -49,12 +48,6 @@ function writeNow(socket: Socket, buf: Buffer, n: number, io: SocketIo | undefin
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EAGAIN' ? 0 : -1;
   }
-}
-
-interface SocketInternals {
-  readonly _handle: { readonly fd?: number } | null;
-  /** tls.TLSSocket's (always true there). */
-  readonly encrypted?: boolean;
 }
 
 /** Size of a pooled buffer: a connection's reply bound (64 KiB) plus a reply of a few KB. */

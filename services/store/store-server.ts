@@ -2,12 +2,12 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { MAX_CONNECTIONS_REPLY, statsReply } from '../protocol/replies.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
-import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow } from './client-connection.ts';
+import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './client-connection.ts';
 import { NativeClientReads, type SocketIo } from './native-io.ts';
 import { streamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
-import { SharedReadBuffer } from './shared-read-buffer.ts';
+import { SharedReadBuffer, type ReadReceiver } from './shared-read-buffer.ts';
 import type { StoreEngine } from './store-engine.ts';
 import type { StoreMetrics } from './store-metrics.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
@@ -119,26 +119,33 @@ export class StoreServer {
       return;
     }
     let connection!: ClientConnection; // made below, before any read can arrive
-    // The native poller's reads (they start on a later turn), else the shared read buffer's, else Node's own.
-    const nativeSwitch = this.#nativeReads?.adopt(accepted, { receive: (buf, n) => connection.receive(buf, n) });
-    const adopted = nativeSwitch === undefined ? this.#reads.adopt(accepted, (buf, n) => connection.receive(buf, n), { allowHalfOpen: true }) : undefined;
-    const socket = nativeSwitch !== undefined ? accepted : (adopted ?? accepted.resume());
+    const { socket, reads } = this.#readerOf(accepted, (buf, n) => connection.receive(buf, n));
     this.#track(socket);
     this.metrics.connectionsTotal++;
-    const shared = nativeSwitch !== undefined || adopted !== undefined;
-    connection = new ClientConnection(socket, this.#context, { shared, native: nativeSwitch !== undefined, switch: nativeSwitch ?? streamReadSwitch(socket) });
-    if (!shared) {
-      const c = connection;
-      socket.on('data', (chunk: Buffer) => c.receive(chunk, chunk.length));
-      if (!this.#warnedReads) logger.warn({ node: process.version }, 'shared read buffer unavailable on this Node version: reading with a buffer per read');
-      this.#warnedReads = true;
-    }
+    connection = new ClientConnection(socket, this.#context, reads);
     this.#connections.add(connection);
     socket.on('close', () => {
       this.#connections.delete(connection);
       if (this.#connections.size === 0) this.#onAllClosed?.();
     });
     logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
+  }
+
+  /**
+   * Who reads an accepted socket's input into `receive` (from a later turn on): the native
+   * poller, else the shared read buffer (on a socket that takes over the handle), else
+   * Node's stream with a buffer per read ('data').
+   */
+  #readerOf(accepted: Socket, receive: ReadReceiver): { readonly socket: Socket; readonly reads: ConnectionReads } {
+    const polled = this.#nativeReads?.adopt(accepted, receive);
+    if (polled !== undefined) return { socket: accepted, reads: { shared: true, native: true, switch: polled } };
+    const adopted = this.#reads.adopt(accepted, receive, { allowHalfOpen: true });
+    if (adopted !== undefined) return { socket: adopted, reads: { shared: true, native: false, switch: streamReadSwitch(adopted) } };
+    const socket = accepted.resume();
+    socket.on('data', (chunk: Buffer) => receive(chunk, chunk.length));
+    if (!this.#warnedReads) this.options.logger.warn({ node: process.version }, 'shared read buffer unavailable on this Node version: reading with a buffer per read');
+    this.#warnedReads = true;
+    return { socket, reads: { shared: false, native: false, switch: streamReadSwitch(socket) } };
   }
 
   /** Every socket is tracked until it closes, so destroy() leaves none behind. */

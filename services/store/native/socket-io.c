@@ -157,12 +157,13 @@ static int watched_set(Poller *p, uint32_t id, int fd) {
   return 0;
 }
 
-static int args_poller_fd_id(napi_env env, napi_callback_info info, Poller **p, int32_t *fd, uint32_t *id, size_t want) {
+/* The (poller, fd, id) every watch call takes; 0 with an exception pending when they are not. */
+static int poller_fd_id(napi_env env, napi_callback_info info, Poller **p, int32_t *fd, uint32_t *id) {
   size_t argc = 3;
   napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < want) {
-    napi_throw_type_error(env, NULL, "missing arguments");
+  if (argc < 3) {
+    napi_throw_type_error(env, NULL, "expected (poller, fd, id)");
     return 0;
   }
   *p = poller_of(env, argv[0]);
@@ -171,7 +172,7 @@ static int args_poller_fd_id(napi_env env, napi_callback_info info, Poller **p, 
     napi_throw_type_error(env, NULL, "fd must be a descriptor");
     return 0;
   }
-  if (want > 2 && napi_get_value_uint32(env, argv[2], id) != napi_ok) {
+  if (napi_get_value_uint32(env, argv[2], id) != napi_ok) {
     napi_throw_type_error(env, NULL, "id must be an unsigned integer");
     return 0;
   }
@@ -183,7 +184,7 @@ static napi_value watch(napi_env env, napi_callback_info info) {
   Poller *p;
   int32_t fd;
   uint32_t id;
-  if (!args_poller_fd_id(env, info, &p, &fd, &id, 3)) return NULL;
+  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
   struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)id << 32) | (uint32_t)fd };
   int result = watched_set(p, id, fd);
   if (result == 0 && epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -195,31 +196,31 @@ static napi_value watch(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* unwatch(poller, fd, id): no more reads of the socket, which must still be open. */
-static napi_value unwatch(napi_env env, napi_callback_info info) {
+/*
+ * Ends the watch of `fd` under `id` (if it is still that one). `remove`: take it out of
+ * the epoll set too, which only an open descriptor needs: closing one already took it
+ * out, and by then EPOLL_CTL_DEL could hit a new socket given the same number.
+ */
+static napi_value stop_watching(napi_env env, napi_callback_info info, int remove) {
   Poller *p;
   int32_t fd;
   uint32_t id;
-  if (!args_poller_fd_id(env, info, &p, &fd, &id, 3)) return NULL;
+  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
   if (id < p->watched_len && p->watched[id] == fd) {
     watched_set(p, id, -1);
-    epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL);
+    if (remove) epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL);
   }
   return NULL;
 }
 
-/*
- * forget(poller, fd, id): the socket under id was closed. Closing its descriptor already
- * took it out of the epoll set; no EPOLL_CTL_DEL, which by now could hit a new socket
- * given the same descriptor number.
- */
+/* unwatch(poller, fd, id): no more reads of the socket, which is still open. */
+static napi_value unwatch(napi_env env, napi_callback_info info) {
+  return stop_watching(env, info, 1);
+}
+
+/* forget(poller, fd, id): the socket under id was closed. */
 static napi_value forget(napi_env env, napi_callback_info info) {
-  Poller *p;
-  int32_t fd;
-  uint32_t id;
-  if (!args_poller_fd_id(env, info, &p, &fd, &id, 3)) return NULL;
-  if (id < p->watched_len && p->watched[id] == fd) watched_set(p, id, -1);
-  return NULL;
+  return stop_watching(env, info, 0);
 }
 
 static void free_poller(uv_handle_t *handle) {
