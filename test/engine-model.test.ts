@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
+import { newEngine } from './helpers/new-engine.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
 import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
@@ -217,23 +218,6 @@ const limits = { plugins: [fc.interruptAfterTimeLimit(20_000)] };
  * took a test worker's address space to its end with a cap of 1 GiB.
  */
 const UNCAPPED = 1 << 26;
-
-/**
- * Every engine of these properties is made here. A dead engine's reserved address space
- * (and its mappings: vm.max_map_count is 65,530) goes back only when the collector runs,
- * and little else here makes garbage for it to run on: a run once failed with
- * `ArrayBuffer.prototype.resize: Out of memory` after hundreds of engines. So the
- * collector is run every ENGINES_PER_COLLECTION engines (vitest.config.ts gives the
- * workers --expose-gc).
- */
-const ENGINES_PER_COLLECTION = 200;
-let enginesMade = 0;
-function newEngine(options: KvEngineOptions): KvEngine {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('engine-model.test.ts needs --expose-gc (vitest.config.ts execArgv)');
-  if (++enginesMade % ENGINES_PER_COLLECTION === 0) gc();
-  return new KvEngine(options);
-}
 
 function same(actual: unknown, expected: unknown, what: () => string): void {
   if (!Object.is(actual, expected)) throw new Error(`${what()}: engine ${JSON.stringify(actual)}, model ${JSON.stringify(expected)}`);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { KvEngine, MIN_BUCKETS, REAP_STEP_BYTES, REHASH_BUCKETS_PER_MS, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
+import { newEngine } from './helpers/new-engine.ts';
 
 // The engine is pure: every test drives it with a fake clock and never sleeps.
 
@@ -12,7 +13,8 @@ function fakeClock(start = 0) {
 
 function engineWith(options: Partial<KvEngineOptions> = {}) {
   const clock = fakeClock();
-  const engine = new KvEngine({ maxMemoryBytes: 1 << 20, evictionPolicy: 'lru', now: clock.now, ...options });
+  // Through newEngine: the model-based properties below make thousands (see there).
+  const engine = newEngine({ maxMemoryBytes: 1 << 20, evictionPolicy: 'lru', now: clock.now, ...options });
   return { engine, clock };
 }
 
