@@ -75,11 +75,60 @@ export function socketFd(socket: Socket): number {
   return fd !== undefined && fd >= 0 ? fd : -1;
 }
 
-/** A socket the poller reads, under its id. */
-interface Watched {
+/** What the sockets of one poller share: the add-on, the poller, and whether it is closed. */
+interface PollerState {
+  readonly io: SocketIo;
+  readonly poller: PollerHandle;
+  closed: boolean;
+}
+
+/**
+ * A socket the poller reads, under its id, and its ReadSwitch: pausing stops watching its
+ * descriptor, resuming watches it again.
+ */
+class WatchedSocket implements ReadSwitch {
   readonly socket: Socket;
   readonly fd: number;
+  readonly id: number;
   readonly receive: ReadReceiver;
+  readonly #poller: PollerState;
+  /**
+   * Watched. After the end of the input it stays on: there is nothing more to read, and
+   * watching again would report that end a second time.
+   */
+  #on = true;
+
+  constructor(poller: PollerState, socket: Socket, fd: number, id: number, receive: ReadReceiver) {
+    this.#poller = poller;
+    this.socket = socket;
+    this.fd = fd;
+    this.id = id;
+    this.receive = receive;
+  }
+
+  get paused(): boolean {
+    return !this.#on;
+  }
+
+  pause(): void {
+    const p = this.#poller;
+    if (!this.#on || p.closed || this.socket.destroyed) return;
+    this.#on = false;
+    p.io.unwatch(p.poller, this.fd, this.id);
+  }
+
+  resume(): void {
+    const p = this.#poller;
+    if (this.#on || p.closed || this.socket.destroyed) return;
+    this.#on = p.io.watch(p.poller, this.fd, this.id) === 0;
+  }
+
+  /** The socket closed: its descriptor leaves the poller for good. */
+  forget(): void {
+    const p = this.#poller;
+    if (!p.closed) p.io.forget(p.poller, this.fd, this.id);
+    this.#on = false;
+  }
 }
 
 /** 64 KiB: what Node reads at once, and what one read here takes. */
@@ -94,17 +143,14 @@ const READ_BUFFER_BYTES = 64 * 1024;
  * destroys it with that error. Owned by the server, closed with it.
  */
 export class NativeClientReads {
-  readonly #io: SocketIo;
-  readonly #poller: PollerHandle;
+  readonly #poller: PollerState;
   readonly #buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
   /** By id; ids are reused once their socket has closed. */
-  readonly #watched: (Watched | undefined)[] = [];
+  readonly #watched: (WatchedSocket | undefined)[] = [];
   readonly #freeIds: number[] = [];
-  #closed = false;
 
   constructor(io: SocketIo) {
-    this.#io = io;
-    this.#poller = io.createPoller(this.#buffer, (id, n) => this.#onRead(id, n));
+    this.#poller = { io, poller: io.createPoller(this.#buffer, (id, n) => this.#onRead(id, n)), closed: false };
   }
 
   /**
@@ -114,45 +160,29 @@ export class NativeClientReads {
    */
   adopt(socket: Socket, receive: ReadReceiver): ReadSwitch | undefined {
     const fd = socketFd(socket);
-    if (this.#closed || fd < 0) return undefined;
+    const p = this.#poller;
+    if (p.closed || fd < 0) return undefined;
     const id = this.#freeIds.pop() ?? this.#watched.length;
-    if (this.#io.watch(this.#poller, fd, id) !== 0) {
+    if (p.io.watch(p.poller, fd, id) !== 0) {
       this.#freeIds.push(id);
       return undefined;
     }
-    this.#watched[id] = { socket, fd, receive };
-    // After the end of the input the switch stays on: there is nothing more to read, and
-    // watching again would report that end a second time.
-    let on = true;
+    const watched = new WatchedSocket(p, socket, fd, id, receive);
+    this.#watched[id] = watched;
     socket.once('close', () => {
-      if (!this.#closed) this.#io.forget(this.#poller, fd, id);
-      on = false;
+      watched.forget();
       this.#watched[id] = undefined;
       this.#freeIds.push(id);
     });
-    const io = this.#io;
-    const poller = this.#poller;
-    return {
-      get paused() {
-        return !on;
-      },
-      pause: () => {
-        if (!on || this.#closed || socket.destroyed) return;
-        on = false;
-        io.unwatch(poller, fd, id);
-      },
-      resume: () => {
-        if (on || this.#closed || socket.destroyed) return;
-        on = io.watch(poller, fd, id) === 0;
-      },
-    };
+    return watched;
   }
 
   /** Stops reading every socket (the server is done with them) and frees the poller. */
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#io.closePoller(this.#poller);
+    const p = this.#poller;
+    if (p.closed) return;
+    p.closed = true;
+    p.io.closePoller(p.poller);
   }
 
   #onRead(id: number, n: number): void {
@@ -164,7 +194,7 @@ export class NativeClientReads {
     }
     // No more input: stop watching (an ended socket stays readable to epoll), then as Node would.
     const { socket, fd } = watched;
-    this.#io.unwatch(this.#poller, fd, id);
+    this.#poller.io.unwatch(this.#poller.poller, fd, id);
     if (n === 0) {
       socket.push(null);
       socket.read(0);

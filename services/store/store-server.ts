@@ -4,7 +4,7 @@ import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
 import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './client-connection.ts';
 import { NativeClientReads, type SocketIo } from './native-io.ts';
-import { streamReadSwitch } from './read-switch.ts';
+import { StreamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer, type ReadReceiver } from './shared-read-buffer.ts';
@@ -140,12 +140,12 @@ export class StoreServer {
     const polled = this.#nativeReads?.adopt(accepted, receive);
     if (polled !== undefined) return { socket: accepted, reads: { shared: true, native: true, switch: polled } };
     const adopted = this.#reads.adopt(accepted, receive, { allowHalfOpen: true });
-    if (adopted !== undefined) return { socket: adopted, reads: { shared: true, native: false, switch: streamReadSwitch(adopted) } };
+    if (adopted !== undefined) return { socket: adopted, reads: { shared: true, native: false, switch: new StreamReadSwitch(adopted) } };
     const socket = accepted.resume();
     socket.on('data', (chunk: Buffer) => receive(chunk, chunk.length));
     if (!this.#warnedReads) this.options.logger.warn({ node: process.version }, 'shared read buffer unavailable on this Node version: reading with a buffer per read');
     this.#warnedReads = true;
-    return { socket, reads: { shared: false, native: false, switch: streamReadSwitch(socket) } };
+    return { socket, reads: { shared: false, native: false, switch: new StreamReadSwitch(socket) } };
   }
 
   /** Every socket is tracked until it closes, so destroy() leaves none behind. */
