@@ -88,10 +88,10 @@ interface PollerState {
  */
 class WatchedSocket implements ReadSwitch {
   readonly socket: Socket;
-  readonly fd: number;
-  readonly id: number;
   readonly receive: ReadReceiver;
   readonly #poller: PollerState;
+  readonly #fd: number;
+  readonly #id: number;
   /**
    * Watched. After the end of the input it stays on: there is nothing more to read, and
    * watching again would report that end a second time.
@@ -101,8 +101,8 @@ class WatchedSocket implements ReadSwitch {
   constructor(poller: PollerState, socket: Socket, fd: number, id: number, receive: ReadReceiver) {
     this.#poller = poller;
     this.socket = socket;
-    this.fd = fd;
-    this.id = id;
+    this.#fd = fd;
+    this.#id = id;
     this.receive = receive;
   }
 
@@ -114,19 +114,28 @@ class WatchedSocket implements ReadSwitch {
     const p = this.#poller;
     if (!this.#on || p.closed || this.socket.destroyed) return;
     this.#on = false;
-    p.io.unwatch(p.poller, this.fd, this.id);
+    p.io.unwatch(p.poller, this.#fd, this.#id);
   }
 
   resume(): void {
     const p = this.#poller;
     if (this.#on || p.closed || this.socket.destroyed) return;
-    this.#on = p.io.watch(p.poller, this.fd, this.id) === 0;
+    this.#on = p.io.watch(p.poller, this.#fd, this.#id) === 0;
+  }
+
+  /**
+   * The client's input ended (or failed): no more reads. The switch stays on, so that
+   * nothing watches the descriptor again (an ended socket stays readable to epoll).
+   */
+  endOfInput(): void {
+    const p = this.#poller;
+    p.io.unwatch(p.poller, this.#fd, this.#id);
   }
 
   /** The socket closed: its descriptor leaves the poller for good. */
   forget(): void {
     const p = this.#poller;
-    if (!p.closed) p.io.forget(p.poller, this.fd, this.id);
+    if (!p.closed) p.io.forget(p.poller, this.#fd, this.#id);
     this.#on = false;
   }
 }
@@ -192,9 +201,9 @@ export class NativeClientReads {
       watched.receive(this.#buffer, n);
       return;
     }
-    // No more input: stop watching (an ended socket stays readable to epoll), then as Node would.
-    const { socket, fd } = watched;
-    this.#poller.io.unwatch(this.#poller.poller, fd, id);
+    // No more input: stop watching, then tell the socket as Node would.
+    watched.endOfInput();
+    const socket = watched.socket;
     if (n === 0) {
       socket.push(null);
       socket.read(0);
