@@ -12,6 +12,7 @@ import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { newEngine } from './helpers/new-engine.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
+import { ValueLocation } from '../services/store/store-engine.ts';
 import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 type Op =
@@ -256,17 +257,27 @@ function snapshotAndReload(engine: KvEngine, options: KvEngineOptions): KvEngine
   return fresh;
 }
 
-function prefetchKeys(engine: KvEngine, keys: string[]): void {
+/** Prefetches the keys as the store does before a batch; returns what it found for each (getAt's hints). */
+function prefetchKeys(engine: KvEngine, keys: string[]): Int32Array {
   const buf = Buffer.from(keys.join(' '));
   const starts = new Int32Array(keys.length);
   const ends = new Int32Array(keys.length);
+  const found = new Int32Array(keys.length);
   let at = 0;
   keys.forEach((k, i) => {
     starts[i] = at;
     ends[i] = at + Buffer.byteLength(k);
     at = ends[i]! + 1;
   });
-  engine.prefetch(buf, starts, ends, keys.length);
+  engine.prefetch(buf, starts, ends, keys.length, found);
+  return found;
+}
+
+/** engine.get through getAt with a lookup hint: the right one, or any other, must give the same answer. */
+function getWithHint(engine: KvEngine, key: string, hint: number): string | undefined {
+  const k = Buffer.from(key);
+  const into = new ValueLocation();
+  return engine.getAt(k, 0, k.length, into, hint) ? into.page.toString('base64', into.start, into.end) : undefined;
 }
 
 /** Runs `ops` against both and throws at the first disagreement. */
@@ -286,7 +297,7 @@ function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction', table: T
     count(o.op);
     // A prefetch of the key about to be used (and of one the run never writes) must change
     // nothing the model would notice: it is a hint, run by the store before every batch.
-    if ('key' in o) prefetchKeys(engine, [o.key, 'never-written']);
+    const found = 'key' in o ? prefetchKeys(engine, [o.key, 'never-written']) : undefined;
     const removedBefore = { evictions: engine.evictions, expired: engine.expired };
     switch (o.op) {
       case 'set': {
@@ -305,7 +316,10 @@ function runModel(ops: Op[], cap: number, policy: 'lru' | 'noeviction', table: T
         break;
       }
       case 'get': {
-        const got = engine.get(o.key);
+        // The hint prefetch found for the key, none, or a slot that may hold another key,
+        // be free or be past the last: only the first may save work, none may change the answer.
+        const hints = [found![0]!, 0, 1 + (step % 40), found![1]!];
+        const got = getWithHint(engine, o.key, hints[step % hints.length]!);
         const want = model.get(o.key);
         same(got, want === undefined ? undefined : b64(want), at);
         if (got !== undefined) view.checkPresent(o.key, Buffer.from(got, 'base64'));

@@ -6,8 +6,9 @@ import {
 } from '../protocol/replies.ts';
 import { scanKeys } from '../protocol/key-scan.ts';
 import { OneLineReads } from './one-line-reads.ts';
+import { PrefetchedKeys } from './prefetched-keys.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
-import { PREFETCH_BATCH, ValueLocation, type StoreEngine } from './store-engine.ts';
+import { ValueLocation, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
 
 export interface CommandRunnerOptions {
@@ -31,9 +32,11 @@ export class CommandRunner {
   readonly #statsReply: () => string;
   readonly #parsed = new ParsedCommand();
   readonly #value = new ValueLocation();
-  readonly #keyStarts = new Int32Array(PREFETCH_BATCH);
-  readonly #keyEnds = new Int32Array(PREFETCH_BATCH);
+  /** The keys of the last read of many lines, prefetched. */
+  readonly #readKeys = new PrefetchedKeys();
   readonly #oneLineReads = new OneLineReads();
+  /** The batch whose lines run now: #readKeys, or the held reads' keys. */
+  #batch: PrefetchedKeys = this.#readKeys;
   /** When the last command ended (or the current batch started), for command durations. */
   #lastTick = 0;
 
@@ -55,9 +58,12 @@ export class CommandRunner {
    */
   prefetchOrHold(buf: Buffer, n: number, mayHold: boolean): number {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
-    const count = scanKeys(buf, n, this.#keyStarts, this.#keyEnds);
-    if (count > 1) this.#engine.prefetch(buf, this.#keyStarts, this.#keyEnds, count);
-    else if (count === 1 && mayHold) return this.#oneLineReads.hold(buf, n, this.#keyStarts[0]!, this.#keyEnds[0]!);
+    const keys = this.#readKeys;
+    keys.clear(); // buf holds a new read
+    this.#batch = keys;
+    const count = scanKeys(buf, n, keys.starts, keys.ends);
+    if (count > 1) keys.prefetch(this.#engine, buf, count);
+    else if (count === 1 && mayHold) return this.#oneLineReads.hold(buf, n, keys.starts[0]!, keys.ends[0]!);
     return -1;
   }
 
@@ -72,6 +78,7 @@ export class CommandRunner {
    */
   prefetchHeld(): number {
     this.#oneLineReads.prefetch(this.#engine);
+    this.#batch = this.#oneLineReads.keys;
     const now = performance.now();
     this.startClock(now);
     return now;
@@ -102,7 +109,7 @@ export class CommandRunner {
       switch (command) {
         case GET: {
           const v = this.#value;
-          if (engine.getAt(buf, p.keyStart, p.keyEnd, v)) {
+          if (engine.getAt(buf, p.keyStart, p.keyEnd, v, this.#batch.hintFor(buf, p.keyStart, p.keyEnd))) {
             out.value(v.page, v.start, v.end);
           } else {
             out.bytes(NOT_FOUND_REPLY);

@@ -399,11 +399,12 @@ export class KvEngine implements StoreEngine {
   // ------------------------------------------------------------ commands on key bytes
   // The key is buf[ks, ke): 1 to MAX_KEY_BYTES bytes (the protocol parser checks the rules).
 
-  prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number): void {
+  prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number, found?: Int32Array): void {
     // Passes of independent loads (the CPU keeps several misses in flight), each pass
     // needing the one before: bucket heads, their slots, the next slot of a chain whose
     // head holds another hash, then every cache line of the records (the lookup compares
-    // the key, a GET encodes the whole value, a SET overwrites it).
+    // the key, a GET encodes the whole value, a SET overwrites it). found[i]: the slot
+    // of those two whose hash is key i's (0 for neither), a starting point for getAt.
     const heads = this.#prefetchSlots;
     const hashes = this.#prefetchHashes;
     const n = Math.min(count, heads.length);
@@ -432,6 +433,7 @@ export class KvEngine implements StoreEngine {
     const classes = this.#arena.classes;
     for (let i = 0; i < n; i++) {
       const s = heads[i]!;
+      if (found !== undefined) found[i] = s !== 0 && slots[(s << STRIDE_SHIFT) + HASH] === hashes[i] ? s : 0;
       if (s === 0) continue;
       const o = s << STRIDE_SHIFT;
       const c = classes[(slots[o + META]! >>> CLS_SHIFT) & 0xff]!;
@@ -449,9 +451,13 @@ export class KvEngine implements StoreEngine {
     this.#prefetchSink = sink;
   }
 
-  /** Points `into` at the key's value bytes; false when absent. Counts a hit or miss; touches LRU. */
-  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation): boolean {
-    const slot = this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
+  /**
+   * Points `into` at the key's value bytes; false when absent. Counts a hit or miss;
+   * touches LRU. `hint`: the slot prefetch() found for this key, or 0; it is used only
+   * if it holds the key now, so a stale or wrong one costs a lookup, never an answer.
+   */
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation, hint = 0): boolean {
+    const slot = hint > 0 && this.#holdsKey(hint, buf, ks, ke) ? hint : this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
     if (slot === 0 || this.#expiredNow(slot)) {
       this.#misses++;
       return false;
@@ -896,6 +902,14 @@ export class KvEngine implements StoreEngine {
   #chainOf(h: number): number {
     const b = h & this.#bucketMask;
     return b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
+  }
+
+  /** Whether `slot` is in use and holds the key buf[ks, ke) (a free slot's key length is 0). */
+  #holdsKey(slot: number, buf: Buffer, ks: number, ke: number): boolean {
+    if (slot >= this.#top) return false;
+    const o = slot << STRIDE_SHIFT;
+    const meta = this.#slots[o + META]!;
+    return (meta & KLEN_MASK) === ke - ks && this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(this.#slots[o + CHUNK]!, buf, ks, ke);
   }
 
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */

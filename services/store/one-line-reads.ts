@@ -1,3 +1,4 @@
+import { PrefetchedKeys } from './prefetched-keys.ts';
 import { PREFETCH_BATCH, type StoreEngine } from './store-engine.ts';
 
 /** Room for one turn's held reads: ~500 reads of a SET with a 100-byte value. */
@@ -23,8 +24,8 @@ const INPUT_BYTES = 64 * 1024;
 export class OneLineReads {
   readonly #input = Buffer.allocUnsafeSlow(INPUT_BYTES);
   #used = 0;
-  readonly #starts = new Int32Array(PREFETCH_BATCH);
-  readonly #ends = new Int32Array(PREFETCH_BATCH);
+  /** The held reads' keys, and once prefetched, their lookup hints. */
+  readonly keys = new PrefetchedKeys();
   #count = 0;
 
   /** Reads held since the last release(). */
@@ -46,8 +47,8 @@ export class OneLineReads {
     const k = this.#count;
     if (k === PREFETCH_BATCH || at + n > INPUT_BYTES) return -1;
     buf.copy(this.#input, at, 0, n);
-    this.#starts[k] = at + keyStart;
-    this.#ends[k] = at + keyEnd;
+    this.keys.starts[k] = at + keyStart;
+    this.keys.ends[k] = at + keyEnd;
     this.#count = k + 1;
     this.#used = at + n;
     return at;
@@ -55,12 +56,13 @@ export class OneLineReads {
 
   /** Once every read of the turn is in: the engine loads what their lookups will touch. */
   prefetch(engine: StoreEngine): void {
-    if (this.#count > 1) engine.prefetch(this.#input, this.#starts, this.#ends, this.#count);
+    if (this.#count > 1) this.keys.prefetch(engine, this.#input, this.#count);
   }
 
   /** The held reads have run (and copied whatever of them is still unread): the copies' buffer is reused. */
   release(): void {
     this.#count = 0;
     this.#used = 0;
+    this.keys.clear();
   }
 }

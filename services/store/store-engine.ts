@@ -26,11 +26,16 @@ export interface StoreEngine extends EngineStats {
    * A hint, with no effect on the keyspace or its counters: loads the memory that looking
    * up the keys buf[starts[i], ends[i]) (i < count, at most PREFETCH_BATCH) will touch, all
    * of them at once, so the cache misses of a pipelined batch overlap instead of coming
-   * one command at a time.
+   * one command at a time. With `found`, sets found[i] to a lookup hint for key i (0 for
+   * none), to be handed to getAt.
    */
-  prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number): void;
-  /** Finds the key and points `into` at its value; false when absent. Counts a hit or miss. */
-  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation): boolean;
+  prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number, found?: Int32Array): void;
+  /**
+   * Finds the key and points `into` at its value; false when absent. Counts a hit or miss.
+   * `hint`: what prefetch() found for the key, or 0; checked before it is used, so a stale
+   * one (the keyspace changed since) only costs the lookup it would have saved.
+   */
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation, hint?: number): boolean;
   /** Stores the value bytes buf[vs, ve) (copied); without ttlSeconds any TTL is cleared. */
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlSeconds?: number): SetOutcome;
   /** false when the key was absent. */
