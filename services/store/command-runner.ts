@@ -59,12 +59,14 @@ export class CommandRunner {
   prefetchOrHold(buf: Buffer, n: number, mayHold: boolean): number {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const keys = this.#readKeys;
-    keys.clear(); // buf holds a new read
     this.#batch = keys;
     const count = scanKeys(buf, n, keys.starts, keys.ends);
-    if (count > 1) keys.prefetch(this.#engine, buf, count);
-    else if (count === 1 && mayHold) return this.#oneLineReads.hold(buf, n, keys.starts[0]!, keys.ends[0]!);
-    return -1;
+    if (count > 1) {
+      keys.prefetch(this.#engine, buf, count);
+      return -1;
+    }
+    keys.clear(); // buf holds a new read, and no batch
+    return count === 1 && mayHold ? this.#oneLineReads.hold(buf, n, keys.starts[0]!, keys.ends[0]!) : -1;
   }
 
   /** The buffer of the held copies (prefetchOrHold). */

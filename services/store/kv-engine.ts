@@ -904,28 +904,27 @@ export class KvEngine implements StoreEngine {
     return b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
   }
 
-  /** Whether `slot` is in use and holds the key buf[ks, ke) (a free slot's key length is 0). */
+  /** Whether `slot` is in use and holds the key buf[ks, ke): getAt's check of a hint. */
   #holdsKey(slot: number, buf: Buffer, ks: number, ke: number): boolean {
-    if (slot >= this.#top) return false;
-    const o = slot << STRIDE_SHIFT;
-    const meta = this.#slots[o + META]!;
-    return (meta & KLEN_MASK) === ke - ks && this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(this.#slots[o + CHUNK]!, buf, ks, ke);
+    return slot < this.#top && this.#keyIs(slot << STRIDE_SHIFT, buf, ks, ke);
   }
 
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
   #find(buf: Buffer, ks: number, ke: number, h: number): number {
-    const klen = ke - ks;
     const slots = this.#slots;
     let s = this.#chainOf(h);
     while (s !== 0) {
       const o = s << STRIDE_SHIFT;
-      const meta = slots[o + META]!;
-      if (slots[o + HASH] === h && (meta & KLEN_MASK) === klen) {
-        if (this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(slots[o + CHUNK]!, buf, ks, ke)) return s;
-      }
+      if (slots[o + HASH] === h && this.#keyIs(o, buf, ks, ke)) return s;
       s = slots[o + CHAIN]!;
     }
     return 0;
+  }
+
+  /** Whether the slot at field offset o holds the key buf[ks, ke) (a free slot's key length is 0: never). */
+  #keyIs(o: number, buf: Buffer, ks: number, ke: number): boolean {
+    const meta = this.#slots[o + META]!;
+    return (meta & KLEN_MASK) === ke - ks && this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(this.#slots[o + CHUNK]!, buf, ks, ke);
   }
 
   #record(slot: number): { page: Buffer; at: number } {

@@ -33,7 +33,6 @@ export class PrefetchedKeys {
   /** No batch: its buffer is about to be reused. */
   clear(): void {
     this.#buffer = null;
-    this.#count = 0;
   }
 
   /**
