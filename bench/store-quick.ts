@@ -17,7 +17,7 @@ import { lineBound } from '../services/protocol/limits.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { COMMANDS_PER_TURN } from '../services/store/client-connection.ts';
 import { KvEngine } from '../services/store/kv-engine.ts';
-import type { ValueLocation } from '../services/store/store-engine.ts';
+import type { ValueRange } from '../services/store/store-engine.ts';
 import { createStoreMetrics, DURATION_BUCKETS } from '../services/store/store-metrics.ts';
 import { StoreServer } from '../services/store/store-server.ts';
 import { benchServerOptions, buildChunks, connectStandIn, keyOf } from './stand-in-connection.ts';
@@ -64,13 +64,12 @@ class BareMapEngine {
     this.map.set(key, v);
     return 'ok';
   }
-  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation): boolean {
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange): Buffer | undefined {
     const v = this.map.get(buf.toString('utf8', ks, ke));
-    if (v === undefined) return false;
-    into.page = v;
+    if (v === undefined) return undefined;
     into.start = 0;
     into.end = v.length;
-    return true;
+    return v;
   }
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number): 'ok' {
     return this.set(buf.toString('utf8', ks, ke), Buffer.from(buf.subarray(vs, ve)));

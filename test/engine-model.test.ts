@@ -12,7 +12,7 @@ import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { newEngine } from './helpers/new-engine.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
-import { ValueLocation } from '../services/store/store-engine.ts';
+import { ValueRange } from '../services/store/store-engine.ts';
 import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 type Op =
@@ -276,8 +276,8 @@ function prefetchKeys(engine: KvEngine, keys: string[]): Int32Array {
 /** engine.get through getAt with a lookup hint: the right one, or any other, must give the same answer. */
 function getWithHint(engine: KvEngine, key: string, hint: number): string | undefined {
   const k = Buffer.from(key);
-  const into = new ValueLocation();
-  return engine.getAt(k, 0, k.length, into, hint) ? into.page.toString('base64', into.start, into.end) : undefined;
+  const into = new ValueRange();
+  return engine.getAt(k, 0, k.length, into, hint)?.toString('base64', into.start, into.end);
 }
 
 /** Runs `ops` against both and throws at the first disagreement. */

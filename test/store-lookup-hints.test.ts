@@ -9,7 +9,7 @@ import { CommandRunner } from '../services/store/command-runner.ts';
 import { KvEngine } from '../services/store/kv-engine.ts';
 import { PrefetchedKeys } from '../services/store/prefetched-keys.ts';
 import { ReplyBuffer, ReplyBufferPool } from '../services/store/reply-buffer.ts';
-import { PREFETCH_BATCH, ValueLocation } from '../services/store/store-engine.ts';
+import { PREFETCH_BATCH, ValueRange } from '../services/store/store-engine.ts';
 import { createStoreMetrics } from '../services/store/store-metrics.ts';
 import { Registry } from 'prom-client';
 
@@ -36,8 +36,8 @@ function batchOf(keys: string[]): { buf: Buffer; starts: Int32Array; ends: Int32
 }
 
 function getWith(engine: KvEngine, buf: Buffer, ks: number, ke: number, hint: number): string | undefined {
-  const into = new ValueLocation();
-  return engine.getAt(buf, ks, ke, into, hint) ? into.page.toString('latin1', into.start, into.end) : undefined;
+  const into = new ValueRange();
+  return engine.getAt(buf, ks, ke, into, hint)?.toString('latin1', into.start, into.end);
 }
 
 describe('the engine: prefetch finds the keys, getAt checks what it is given', () => {
@@ -127,7 +127,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
   /** Every hint getAt was given, in order. */
   class RecordingEngine extends KvEngine {
     readonly hints: number[] = [];
-    override getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation, hint = 0): boolean {
+    override getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint = 0): Buffer | undefined {
       this.hints.push(hint);
       return super.getAt(buf, ks, ke, into, hint);
     }

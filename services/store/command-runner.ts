@@ -8,7 +8,7 @@ import { scanKeys } from '../protocol/key-scan.ts';
 import { OneLineReads } from './one-line-reads.ts';
 import { PrefetchedKeys } from './prefetched-keys.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
-import { ValueLocation, type StoreEngine } from './store-engine.ts';
+import { ValueRange, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
 
 export interface CommandRunnerOptions {
@@ -31,7 +31,7 @@ export class CommandRunner {
   readonly #maxValueBytes: number;
   readonly #statsReply: () => string;
   readonly #parsed = new ParsedCommand();
-  readonly #value = new ValueLocation();
+  readonly #value = new ValueRange();
   /** The keys of the last read of many lines, prefetched. */
   readonly #readKeys = new PrefetchedKeys();
   readonly #oneLineReads = new OneLineReads();
@@ -111,8 +111,9 @@ export class CommandRunner {
       switch (command) {
         case GET: {
           const v = this.#value;
-          if (engine.getAt(buf, p.keyStart, p.keyEnd, v, this.#batch.hintFor(buf, p.keyStart, p.keyEnd))) {
-            out.value(v.page, v.start, v.end);
+          const page = engine.getAt(buf, p.keyStart, p.keyEnd, v, this.#batch.hintFor(buf, p.keyStart, p.keyEnd));
+          if (page !== undefined) {
+            out.value(page, v.start, v.end);
           } else {
             out.bytes(NOT_FOUND_REPLY);
             result = RESULT_NOT_FOUND;

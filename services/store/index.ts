@@ -3,4 +3,4 @@ export { startStoreService, type StoreDeps, type StoreService } from './store-se
 export { StoreServer, type StoreServerOptions, type ConnectionFlow } from './store-server.ts';
 export { createStoreMetrics, StoreMetrics, DURATION_BUCKETS, PROTOCOL_ERROR_REASONS, type EngineStats } from './store-metrics.ts';
 export { KvEngine } from './kv-engine.ts';
-export { ValueLocation, type StoreEngine, type SetOutcome } from './store-engine.ts';
+export { ValueRange, type StoreEngine, type SetOutcome } from './store-engine.ts';

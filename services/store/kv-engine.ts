@@ -6,7 +6,7 @@ import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.t
 import { GcBallast } from './gc-ballast.ts';
 import type { PageSource } from './page-source.ts';
 import { arenaPageTarget, arenaSlackBytes, RecordArena } from './record-arena.ts';
-import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueLocation } from './store-engine.ts';
+import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from './store-engine.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
@@ -452,24 +452,23 @@ export class KvEngine implements StoreEngine {
   }
 
   /**
-   * Points `into` at the key's value bytes; false when absent. Counts a hit or miss;
+   * The page holding the key's value bytes, at into.start to into.end; undefined when absent. Counts a hit or miss;
    * touches LRU. `hint`: the slot prefetch() found for this key, or 0; it is used only
    * if it holds the key now, so a stale or wrong one costs a lookup, never an answer.
    */
-  getAt(buf: Buffer, ks: number, ke: number, into: ValueLocation, hint = 0): boolean {
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint = 0): Buffer | undefined {
     const slot = hint > 0 && this.#holdsKey(hint, buf, ks, ke) ? hint : this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
     if (slot === 0 || this.#expiredNow(slot)) {
       this.#misses++;
-      return false;
+      return undefined;
     }
     this.#touch(slot);
     this.#hits++;
     const c = this.#arena.classes[this.#clsOf(slot)]!;
     const i = this.#get(slot, CHUNK);
-    into.page = c.pageOf(i);
     into.start = c.offsetOf(i) + ke - ks;
     into.end = into.start + this.#get(slot, VLEN);
-    return true;
+    return c.pageOf(i);
   }
 
   /**
@@ -612,8 +611,8 @@ export class KvEngine implements StoreEngine {
 
   get(key: string): string | undefined {
     const k = keyBytes(key);
-    const at = new ValueLocation();
-    return this.getAt(k, 0, k.length, at) ? at.page.toString('base64', at.start, at.end) : undefined;
+    const at = new ValueRange();
+    return this.getAt(k, 0, k.length, at)?.toString('base64', at.start, at.end);
   }
 
   /**
