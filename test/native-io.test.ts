@@ -3,9 +3,9 @@
 // store suites run both with it (the default) and through Node (vitest.config.ts); here,
 // what is particular to it.
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { chooseSocketIo, loadSocketIo } from '../services/store/native-io.ts';
+import { chooseSocketIo, loadSocketIo, socketFd, SocketFdCache } from '../services/store/native-io.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
@@ -93,5 +93,36 @@ describe('STORE_NATIVE_IO', () => {
     const load = vi.fn(available);
     expect(chooseSocketIo('off', logger, load)).toBeUndefined();
     expect(load).not.toHaveBeenCalled();
+  });
+});
+
+describe('SocketFdCache', () => {
+  it("reads a socket's descriptor once per handle, and gives -1 once the socket is closed", async () => {
+    const listener = createServer();
+    listener.listen(0, '127.0.0.1');
+    await once(listener, 'listening');
+    const { port } = listener.address() as { port: number };
+    const sockets: Socket[] = [];
+    listener.on('connection', (s: Socket) => sockets.push(s));
+    try {
+      const a = connect({ port, host: '127.0.0.1' });
+      await once(a, 'connect');
+      const cache = new SocketFdCache();
+      const fd = socketFd(a);
+      expect(fd).toBeGreaterThanOrEqual(0);
+      expect(cache.of(a)).toBe(fd);
+      expect(cache.of(a)).toBe(fd);
+      a.destroy();
+      expect(cache.of(a)).toBe(-1); // the handle is dropped in destroy() itself
+      // Another socket through the same cache (as a new connection may get the same number): its own descriptor.
+      const b = connect({ port, host: '127.0.0.1' });
+      await once(b, 'connect');
+      expect(cache.of(b)).toBe(socketFd(b));
+      expect(cache.of(b)).toBeGreaterThanOrEqual(0);
+      b.destroy();
+    } finally {
+      for (const s of sockets) s.destroy();
+      listener.close();
+    }
   });
 });

@@ -2,7 +2,7 @@ import { writeSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { ReplyTarget, valueReplyLength, writeValueReply } from '../protocol/replies.ts';
 import { latin1Write } from '../shared/buffer-internals.ts';
-import { nativeWrite, socketFd, type SocketIo } from './native-io.ts';
+import { nativeWrite, SocketFdCache, type SocketIo } from './native-io.ts';
 
 /**
  * Replies are built as bytes, not strings: one connection's replies of a turn go into one
@@ -37,9 +37,8 @@ import { nativeWrite, socketFd, type SocketIo } from './native-io.ts';
  * Never on an encrypted socket: a TLS handle answers `fd` with its TCP connection's, and
  * bytes written there would go out unencrypted.
  */
-function writeNow(socket: Socket, buf: Buffer, n: number, io: SocketIo | undefined): number {
+function writeNow(socket: Socket, fd: number, buf: Buffer, n: number, io: SocketIo | undefined): number {
   if ((socket as unknown as { readonly encrypted?: boolean }).encrypted === true) return -1; // tls.TLSSocket's (always true there)
-  const fd = socketFd(socket);
   if (fd < 0) return -1;
   // The add-on's write(2) skips fs.writeSync's request object and trace checks (native-io.ts).
   if (io !== undefined) return nativeWrite(io, fd, buf, n);
@@ -85,6 +84,7 @@ export class ReplyBuffer {
   #inFlight: ReplyTarget | null = null;
   /** Bytes handed over so far: taken by the kernel at once, or queued in the socket. */
   #handed = 0;
+  readonly #fd = new SocketFdCache();
 
   constructor(pool: ReplyBufferPool) {
     this.#pool = pool;
@@ -138,7 +138,7 @@ export class ReplyBuffer {
         this.#pool.give(this.#inFlight);
         this.#inFlight = null;
       }
-      taken = writeNow(socket, buf, n, this.#pool.io);
+      taken = writeNow(socket, this.#fd.of(socket), buf, n, this.#pool.io);
       if (taken === n) {
         this.#pool.give(target);
         return n;
