@@ -11,8 +11,8 @@ import { describe, it } from 'vitest';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { newEngine } from './helpers/new-engine.ts';
+import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
-import { ValueRange } from '../services/store/store-engine.ts';
 import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 
 type Op =
@@ -259,16 +259,8 @@ function snapshotAndReload(engine: KvEngine, options: KvEngineOptions): KvEngine
 
 /** Prefetches the keys as the store does before a batch; returns what it found for each (getAt's hints). */
 function prefetchKeys(engine: KvEngine, keys: string[]): Int32Array {
-  const buf = Buffer.from(keys.join(' '));
-  const starts = new Int32Array(keys.length);
-  const ends = new Int32Array(keys.length);
+  const { buf, starts, ends } = keyBatch(keys);
   const found = new Int32Array(keys.length);
-  let at = 0;
-  keys.forEach((k, i) => {
-    starts[i] = at;
-    ends[i] = at + Buffer.byteLength(k);
-    at = ends[i]! + 1;
-  });
   engine.prefetch(buf, starts, ends, keys.length, found);
   return found;
 }
@@ -276,8 +268,7 @@ function prefetchKeys(engine: KvEngine, keys: string[]): Int32Array {
 /** engine.get through getAt with a lookup hint: the right one, or any other, must give the same answer. */
 function getWithHint(engine: KvEngine, key: string, hint: number): string | undefined {
   const k = Buffer.from(key);
-  const into = new ValueRange();
-  return engine.getAt(k, 0, k.length, into, hint)?.toString('base64', into.start, into.end);
+  return valueWithHint(engine, k, 0, k.length, hint)?.toString('base64');
 }
 
 /** Runs `ops` against both and throws at the first disagreement. */

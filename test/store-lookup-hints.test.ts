@@ -9,7 +9,8 @@ import { CommandRunner } from '../services/store/command-runner.ts';
 import { KvEngine } from '../services/store/kv-engine.ts';
 import { PrefetchedKeys } from '../services/store/prefetched-keys.ts';
 import { ReplyBuffer, ReplyBufferPool } from '../services/store/reply-buffer.ts';
-import { PREFETCH_BATCH, ValueRange } from '../services/store/store-engine.ts';
+import { PREFETCH_BATCH, type ValueRange } from '../services/store/store-engine.ts';
+import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { createStoreMetrics } from '../services/store/store-metrics.ts';
 import { Registry } from 'prom-client';
 
@@ -21,23 +22,8 @@ function engineWith(keys: number): KvEngine {
   return engine;
 }
 
-/** The keys side by side in one buffer, as a read of pipelined commands holds them. */
-function batchOf(keys: string[]): { buf: Buffer; starts: Int32Array; ends: Int32Array } {
-  const buf = Buffer.from(keys.join(' '));
-  const starts = new Int32Array(PREFETCH_BATCH);
-  const ends = new Int32Array(PREFETCH_BATCH);
-  let at = 0;
-  keys.forEach((k, i) => {
-    starts[i] = at;
-    ends[i] = at + k.length;
-    at = ends[i]! + 1;
-  });
-  return { buf, starts, ends };
-}
-
 function getWith(engine: KvEngine, buf: Buffer, ks: number, ke: number, hint: number): string | undefined {
-  const into = new ValueRange();
-  return engine.getAt(buf, ks, ke, into, hint)?.toString('latin1', into.start, into.end);
+  return valueWithHint(engine, buf, ks, ke, hint)?.toString('latin1');
 }
 
 describe('the engine: prefetch finds the keys, getAt checks what it is given', () => {
@@ -47,7 +33,7 @@ describe('the engine: prefetch finds the keys, getAt checks what it is given', (
     for (let batch = 0; batch < 10; batch++) {
       const present = Array.from({ length: 32 }, (_, i) => (batch * 32 + i) * 15);
       const keys = [...present.map((n) => `key-${n}`), ...present.map((n) => `absent-${n}`)];
-      const { buf, starts, ends } = batchOf(keys);
+      const { buf, starts, ends } = keyBatch(keys);
       const found = new Int32Array(PREFETCH_BATCH).fill(-1);
       engine.prefetch(buf, starts, ends, keys.length, found);
       foundPresent += found.subarray(0, 32).filter((s) => s > 0).length;
@@ -67,11 +53,11 @@ describe('the engine: prefetch finds the keys, getAt checks what it is given', (
     const engine = engineWith(100);
     // Two keys the prefetch found (a key deep in a chain, rare, gets no hint): key-1 and key-2 below.
     const candidates = Array.from({ length: 20 }, (_, i) => `key-${i}`);
-    const all = batchOf(candidates);
+    const all = keyBatch(candidates);
     const hints = new Int32Array(PREFETCH_BATCH);
     engine.prefetch(all.buf, all.starts, all.ends, candidates.length, hints);
     const [one, two] = candidates.filter((_, i) => hints[i]! > 0);
-    const { buf, starts, ends } = batchOf([one!, two!]);
+    const { buf, starts, ends } = keyBatch([one!, two!]);
     const found = new Int32Array(PREFETCH_BATCH);
     engine.prefetch(buf, starts, ends, 2, found);
     expect(found[0]).toBeGreaterThan(0);
@@ -96,7 +82,7 @@ describe('PrefetchedKeys', () => {
   const engine = { prefetch: (_b: Buffer, _s: Int32Array, _e: Int32Array, count: number, found?: Int32Array) => found?.set(Array.from({ length: count }, (_, i) => 100 + i)) };
 
   function prefetched(keys: string[]): { keys: PrefetchedKeys; buf: Buffer; starts: Int32Array; ends: Int32Array } {
-    const batch = batchOf(keys);
+    const batch = keyBatch(keys);
     const k = new PrefetchedKeys();
     k.starts.set(batch.starts);
     k.ends.set(batch.ends);

@@ -433,9 +433,12 @@ export class KvEngine implements StoreEngine {
     const classes = this.#arena.classes;
     for (let i = 0; i < n; i++) {
       const s = heads[i]!;
-      if (found !== undefined) found[i] = s !== 0 && slots[(s << STRIDE_SHIFT) + HASH] === hashes[i] ? s : 0;
-      if (s === 0) continue;
+      if (s === 0) {
+        if (found !== undefined) found[i] = 0;
+        continue;
+      }
       const o = s << STRIDE_SHIFT;
+      if (found !== undefined) found[i] = slots[o + HASH] === hashes[i] ? s : 0;
       const c = classes[(slots[o + META]! >>> CLS_SHIFT) & 0xff]!;
       // A large record's own page is left alone; a record's lines are touched up to 256 bytes.
       if (c.size > 0) {
