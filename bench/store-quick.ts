@@ -64,12 +64,12 @@ class BareMapEngine {
     this.map.set(key, v);
     return 'ok';
   }
-  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange): Buffer | undefined {
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange): DataView | undefined {
     const v = this.map.get(buf.toString('utf8', ks, ke));
     if (v === undefined) return undefined;
     into.start = 0;
     into.end = v.length;
-    return v;
+    return new DataView(v.buffer, v.byteOffset, v.length);
   }
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number): 'ok' {
     return this.set(buf.toString('utf8', ks, ke), Buffer.from(buf.subarray(vs, ve)));

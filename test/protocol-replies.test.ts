@@ -26,7 +26,7 @@ afterEach(destroyAll);
 function valueReply(value: Buffer): Buffer {
   const out = Buffer.alloc(valueReplyLength(value.length) + 3, 0x2a);
   // Written at an offset into a bigger buffer, as into the store's reply buffer.
-  const end = writeValueReply(new ReplyTarget(out), 2, value, 0, value.length);
+  const end = writeValueReply(new ReplyTarget(out), 2, new DataView(value.buffer, value.byteOffset, value.length), 0, value.length);
   expect(end).toBe(2 + valueReplyLength(value.length));
   return out.subarray(2, end);
 }
@@ -65,17 +65,20 @@ const lineOf = (encoded: Buffer | string): string => {
 const allSamples = Object.values(ENCODED).flat();
 
 describe('the GET reply encodes its value to base64', () => {
-  it('byte for byte as Node does, for every length either side of the inline encoder\'s bound, from a resizable region, at any offset', () => {
-    // The arena's records live in resizable regions; the reply is written into a bigger buffer.
-    const page = Buffer.from(new ArrayBuffer(4096, { maxByteLength: 8192 }));
+  it('byte for byte as Node does, for every length either side of the inline encoder\'s bound, from a view at any offset, at any offset', () => {
+    // The value is read through a view of its page (here one that starts 5 bytes into its
+    // memory, so that a wrong base shows); the reply is written into a bigger buffer.
+    const memory = Buffer.alloc(4096 + 5);
     let seed = 7;
-    for (let i = 0; i < page.length; i++) page[i] = (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
+    for (let i = 0; i < memory.length; i++) memory[i] = (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 24;
+    const page = memory.subarray(5);
+    const view = new DataView(memory.buffer, memory.byteOffset + 5, page.length);
     for (let len = 0; len <= INLINE_BASE64_MAX_BYTES + 20; len++) {
-      for (const start of [0, 1, 2, 3, 1000 + len]) {
+      for (const start of [0, 1, 2, 3, 1000 + len, page.length - len]) {
         // The target a view at an odd offset into a bigger region, as a pooled small Buffer is.
         const region = Buffer.alloc(valueReplyLength(len) + 12, 0x2a);
         const out = region.subarray(3, region.length - 2);
-        const end = writeValueReply(new ReplyTarget(out), 3, page, start, start + len);
+        const end = writeValueReply(new ReplyTarget(out), 3, view, start, start + len);
         expect(end).toBe(3 + valueReplyLength(len));
         expect(out.toString('latin1', 3, end)).toBe(`VALUE ${page.toString('base64', start, start + len)}\n`);
         expect(out[2]).toBe(0x2a);

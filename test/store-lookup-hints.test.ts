@@ -113,7 +113,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
   /** Every hint getAt was given, in order. */
   class RecordingEngine extends KvEngine {
     readonly hints: number[] = [];
-    override getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint = 0): Buffer | undefined {
+    override getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint = 0): DataView | undefined {
       this.hints.push(hint);
       return super.getAt(buf, ks, ke, into, hint);
     }

@@ -455,12 +455,12 @@ export class KvEngine implements StoreEngine {
   }
 
   /**
-   * The page holding the key's value bytes, at into.start to into.end; undefined when
-   * absent. Counts a hit or miss; touches LRU. `hint`: the slot prefetch() found for this
+   * A view of the page holding the key's value bytes, at into.start to into.end; undefined
+   * when absent (valid until the engine next changes: see StoreEngine). Counts a hit or miss; touches LRU. `hint`: the slot prefetch() found for this
    * key, or 0; it is used only if it holds the key now, so a stale or wrong one costs a
    * lookup, never an answer.
    */
-  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint = 0): Buffer | undefined {
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint = 0): DataView | undefined {
     const slot = hint > 0 && this.#holdsKey(hint, buf, ks, ke) ? hint : this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
     if (slot === 0 || this.#expiredNow(slot)) {
       this.#misses++;
@@ -472,7 +472,7 @@ export class KvEngine implements StoreEngine {
     const i = this.#get(slot, CHUNK);
     into.start = c.offsetOf(i) + ke - ks;
     into.end = into.start + this.#get(slot, VLEN);
-    return c.pageOf(i);
+    return c.viewOf(i);
   }
 
   /**
@@ -616,7 +616,8 @@ export class KvEngine implements StoreEngine {
   get(key: string): string | undefined {
     const k = keyBytes(key);
     const at = new ValueRange();
-    return this.getAt(k, 0, k.length, at)?.toString('base64', at.start, at.end);
+    const page = this.getAt(k, 0, k.length, at);
+    return page === undefined ? undefined : Buffer.from(page.buffer, page.byteOffset + at.start, at.end - at.start).toString('base64');
   }
 
   /**

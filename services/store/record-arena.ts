@@ -20,7 +20,7 @@
 // target (64 KiB to 4 MiB, by the cap: see arenaPageTarget). Plain, not resizable: V8 loads
 // from a view over a resizable buffer about twice as slowly (it re-checks the length), and
 // the records are read on every GET: with plain pages a GET's value is encoded to base64 in
-// JavaScript up to 128 bytes (services/protocol/replies.ts), and the store ran 1.06 times
+// JavaScript (up to 512 bytes: services/protocol/replies.ts), and the store ran 1.06 times
 // as fast at pipeline depth 16 (median of 16 alternating rounds). Node allocates a page
 // with malloc; the store runs with glibc's mmap threshold fixed below the smallest page
 // (malloc-tuning.ts), so each page is mapped on its own, its memory committed as records
@@ -41,8 +41,9 @@
 //
 // The arena knows nothing of keys. Each chunk records its owner (the engine's slot
 // number); when a free moves a chunk, `free` returns the owner of the moved chunk so the
-// engine can update where that entry lives. No page is ever handed out of the arena (the
-// engine copies bytes out, or makes a string of them), so nothing else holds a view of one.
+// engine can update where that entry lives. A page leaves the arena only as the view a GET
+// reads its value through (the engine's getAt), for the length of that read: a record may
+// move, and a page may be freed, at the next change.
 
 import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
 import { GcBallast } from './gc-ballast.ts';
@@ -94,6 +95,8 @@ export class SizeClass {
   readonly pages: Buffer[] = [];
   /** The same memory as pages, as 32-bit words (see LITTLE_ENDIAN above). */
   readonly words: Int32Array[] = [];
+  /** The same memory as pages, as DataViews: what a GET's reply reads its value through (getAt). */
+  readonly views: DataView[] = [];
   /** Chunks in use: 0..count-1. */
   count = 0;
   /**
@@ -133,6 +136,11 @@ export class SizeClass {
   /** The page holding chunk i. */
   pageOf(i: number): Buffer {
     return this.pages[i >>> this.shift]!;
+  }
+
+  /** A view of the page holding chunk i. */
+  viewOf(i: number): DataView {
+    return this.views[i >>> this.shift]!;
   }
 
   /** Where chunk i starts in its page. */
@@ -324,12 +332,14 @@ export class RecordArena {
       const page = newPage(this.#pageSource, Math.max(1, bytes), false);
       c.pages[i] = page;
       c.words[i] = new Int32Array(page.buffer, 0, page.length >>> 2);
+      c.views[i] = new DataView(page.buffer, 0, page.length);
       this.#pageBytes += held;
     } else if (i === c.pages.length << c.shift) {
       this.#ballast.take(c.pageBytes);
       const page = newPage(this.#pageSource, c.pageBytes, true);
       c.pages.push(page);
       c.words.push(new Int32Array(page.buffer));
+      c.views.push(new DataView(page.buffer));
       this.#pageBytes += c.pageBytes;
     }
     if (i >= c.ownerCap) {
@@ -363,6 +373,8 @@ export class RecordArena {
       c.pages.length = last;
       c.words[i] = c.words[last]!;
       c.words.length = last;
+      c.views[i] = c.views[last]!;
+      c.views.length = last;
     } else if (i !== last) {
       const size = c.size;
       const to = c.offsetOf(i);
@@ -384,6 +396,7 @@ export class RecordArena {
     if (c.size > 0 && c.lastPageSpare) {
       release(c.pages.pop()!);
       c.words.pop();
+      c.views.pop();
       this.#pageBytes -= c.pageBytes;
       this.#ballast.give(c.pageBytes);
     }
@@ -402,7 +415,9 @@ export class RecordArena {
     let bytes = 0;
     let ownerBytes = 0;
     this.classes.forEach((c, cls) => {
-      if (c.pages.length !== c.words.length) throw new Error(`record arena: class ${c.size} has ${c.pages.length} pages and ${c.words.length} word views`);
+      if (c.pages.length !== c.words.length || c.pages.length !== c.views.length) {
+        throw new Error(`record arena: class ${c.size} has ${c.pages.length} pages, ${c.words.length} word views and ${c.views.length} DataViews`);
+      }
       if (c.size === 0) {
         if (c.pages.length !== c.count) throw new Error(`record arena: large class holds ${c.pages.length} buffers for ${c.count} records`);
       } else {

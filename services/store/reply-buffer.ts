@@ -117,7 +117,7 @@ export class ReplyBuffer {
   }
 
   /** Appends the GET reply for the value page[start, end) (the protocol's writeValueReply). */
-  value(page: Buffer, start: number, end: number): void {
+  value(page: DataView, start: number, end: number): void {
     this.#room(valueReplyLength(end - start));
     this.#len = writeValueReply(this.#target, this.#len, page, start, end);
   }

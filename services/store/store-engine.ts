@@ -33,12 +33,13 @@ export interface StoreEngine extends EngineStats {
    */
   prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number, found?: Int32Array): void;
   /**
-   * Finds the key: the page holding its value, at into.start to into.end; undefined when
-   * absent. Counts a hit or miss.
+   * Finds the key: a view of the memory holding its value, at into.start to into.end;
+   * undefined when absent. Counts a hit or miss. The view is for reading the value at once
+   * (a GET's reply): the engine's next change may move or free what it shows.
    * `hint`: what prefetch() found for the key, or 0; checked before it is used, so a stale
    * one (the keyspace changed since) only costs the lookup it would have saved.
    */
-  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint?: number): Buffer | undefined;
+  getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint?: number): DataView | undefined;
   /** Stores the value bytes buf[vs, ve) (copied); without ttlSeconds any TTL is cleared. */
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number, ttlSeconds?: number): SetOutcome;
   /** false when the key was absent. */

@@ -18,5 +18,6 @@ export function keyBatch(keys: string[]): { buf: Buffer; starts: Int32Array; end
 /** The value the engine's getAt finds for the key buf[ks, ke) when handed `hint`, or undefined. */
 export function valueWithHint(engine: KvEngine, buf: Buffer, ks: number, ke: number, hint: number): Buffer | undefined {
   const into = new ValueRange();
-  return engine.getAt(buf, ks, ke, into, hint)?.subarray(into.start, into.end);
+  const page = engine.getAt(buf, ks, ke, into, hint);
+  return page === undefined ? undefined : Buffer.from(page.buffer, page.byteOffset + into.start, into.end - into.start);
 }
