@@ -246,6 +246,30 @@ describe('indexOfLf: the LF search of the framer and the key scanner', () => {
     expect(indexOfLf(Buffer.from('\n'), 1, 1)).toBe(-1);
   });
 
+  it('is buf.indexOf within the range on any bytes, views at any offset: those one bit from an LF, and the bytes that confuse a word-wise search', () => {
+    // 0x0b, 0x08 and 0x8a differ from LF in one bit; 0x0a0b, 0x00 and 0xff make borrows and
+    // sign bits in the four-byte step; a view at an odd offset misaligns its words.
+    const alphabet = [0x0a, 0x0b, 0x08, 0x8a, 0x00, 0xff, 0x09, 0x61, 0x80, 0x7f];
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...alphabet), { maxLength: 300 }),
+        fc.nat(5),
+        fc.nat(300),
+        fc.nat(300),
+        (bytes, shift, a, b) => {
+          const whole = Buffer.alloc(bytes.length + shift, 0x0a);
+          const buf = whole.subarray(shift);
+          buf.set(bytes);
+          const from = Math.min(a, b, buf.length);
+          const end = Math.min(Math.max(a, b), buf.length);
+          const lf = buf.indexOf(0x0a, from);
+          expect(indexOfLf(buf, from, end)).toBe(lf === -1 || lf >= end ? -1 : lf);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
   it('frames lines longer than the part searched in JavaScript, with stale LFs past the range', () => {
     const long = 'x'.repeat(700);
     const input = Buffer.from(`${long}\nGET k\n${long}y\n\n\n`, 'latin1');

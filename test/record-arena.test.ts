@@ -6,6 +6,8 @@ import { KvEngine } from '../services/store/kv-engine.ts';
 import { arenaEmptyBytes, arenaPageTarget, arenaSlackBytes, LARGE_RECORD_BYTES, MIN_PAGE_TARGET, RecordArena } from '../services/store/record-arena.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue } from './helpers/exposition.ts';
+
+const viewOf = (b: Buffer): DataView => new DataView(b.buffer, b.byteOffset, b.length);
 import { startTestStore } from './helpers/store-harness.ts';
 
 afterEach(destroyAll);
@@ -122,10 +124,10 @@ describe('record arena', () => {
       const at = c.offsetOf(chunk) + offset;
       expect(c.pageOf(chunk).subarray(at, at + (end - from)).equals(src.subarray(from, end))).toBe(true);
       if (offset === 0) {
-        expect(c.startsWith(chunk, src, from, end)).toBe(true);
+        expect(c.startsWith(chunk, viewOf(src), from, end)).toBe(true);
         const probe = Buffer.from(src.subarray(from, end));
         probe[random(probe.length)]! ^= 1;
-        expect(c.startsWith(chunk, probe, 0, probe.length)).toBe(false);
+        expect(c.startsWith(chunk, viewOf(probe), 0, probe.length)).toBe(false);
       }
     }
   });

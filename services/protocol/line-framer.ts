@@ -12,6 +12,8 @@
  * (its budget for this turn is spent, or its output is full) and pick up later where it
  * left off, with the unread chunks still held here in order.
  */
+import { ByteViewCache } from '../shared/byte-views.ts';
+
 export interface LineSink {
   /** Returning false stops delivery after this line; the rest stays held for the next deliver(). */
   onLine(buf: Buffer, start: number, end: number): unknown;
@@ -20,6 +22,8 @@ export interface LineSink {
 
 const LF = 0x0a;
 const CR = 0x0d;
+/** LF in each byte of a 32-bit word. */
+const LF_WORD = 0x0a0a0a0a;
 
 /**
  * Up to this many bytes are searched for an LF in JavaScript before buf.indexOf takes
@@ -30,10 +34,23 @@ const CR = 0x0d;
  */
 const INLINE_SCAN_BYTES = 128;
 
-/** The first LF in buf[from, end), or -1. */
+const LINE_VIEWS = new ByteViewCache();
+
+/**
+ * The first LF in buf[from, end), or -1. The loop reads four bytes a step through a view
+ * of the buffer and looks at single bytes only in the word that holds an LF: a line of
+ * 122 bytes costs 31 loads instead of 122.
+ */
 export function indexOfLf(buf: Uint8Array, from: number, end: number): number {
   const stop = Math.min(end, from + INLINE_SCAN_BYTES);
-  for (let i = from; i < stop; i++) if (buf[i] === LF) return i;
+  const view = LINE_VIEWS.of(buf);
+  let i = from;
+  for (const words = stop - 3; i < words; i += 4) {
+    // A zero byte of x is an LF of the word; (x - 0x01..) & ~x & 0x80.. is non-zero exactly when there is one.
+    const x = view.getInt32(i, true) ^ LF_WORD;
+    if (((x - 0x01010101) & ~x & 0x80808080) !== 0) break;
+  }
+  for (; i < stop; i++) if (view.getUint8(i) === LF) return i;
   if (stop >= end) return -1;
   const lf = buf.indexOf(LF, stop);
   return lf >= end ? -1 : lf;

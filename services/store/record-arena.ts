@@ -148,19 +148,17 @@ export class SizeClass {
     return (i & this.mask) * this.size;
   }
 
-  /** True when the record in chunk i starts with the bytes buf[start, end). */
-  startsWith(i: number, buf: Uint8Array, start: number, end: number): boolean {
+  /** True when the record in chunk i starts with the bytes [start, end) of `key` (a view of the key's buffer). */
+  startsWith(i: number, key: DataView, start: number, end: number): boolean {
     const page = this.pages[i >>> this.shift]!;
     const at = (i & this.mask) * this.size;
     let k = start;
     if (LITTLE_ENDIAN) {
       const words = this.words[i >>> this.shift]!;
       let w = at >>> 2;
-      for (const whole = start + ((end - start) & ~3); k < whole; k += 4, w++) {
-        if (words[w] !== (buf[k]! | (buf[k + 1]! << 8) | (buf[k + 2]! << 16) | (buf[k + 3]! << 24))) return false;
-      }
+      for (const whole = start + ((end - start) & ~3); k < whole; k += 4, w++) if (words[w] !== key.getInt32(k, true)) return false;
     }
-    for (let b = at + k - start; k < end; k++, b++) if (page[b] !== buf[k]) return false;
+    for (let b = at + k - start; k < end; k++, b++) if (page[b] !== key.getUint8(k)) return false;
     return true;
   }
 
