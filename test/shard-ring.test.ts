@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fmix32, murmur3_32, murmur3_32Utf8 } from '../services/ring/murmur3.ts';
+import { fmix32, murmur3_32, murmur3_32Utf8, murmur3_32View } from '../services/ring/murmur3.ts';
 import { RingHolder } from '../services/ring/ring-holder.ts';
 import { RingMembership, type RingChange } from '../services/ring/ring-membership.ts';
 import { keyHash, memberSeed, RingMembersError, score, ShardRing, type RingMember } from '../services/ring/shard-ring.ts';
@@ -24,6 +24,21 @@ describe('murmur3_32', () => {
   it('hashes a range of a buffer as the bytes alone', () => {
     const buf = Buffer.from('xxGET user:42 yy');
     expect(murmur3_32(buf, 6, 13)).toBe(murmur3_32(Buffer.from('user:42')));
+  });
+
+  it('hashes the bytes of a view as murmur3_32 hashes them, whatever the view\'s offset, the range and the seed', () => {
+    expect(murmur3_32View(new DataView(new Uint8Array(Buffer.from('hello')).buffer), 0, 5, 0)).toBe(0x248bfa47);
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 40 }), fc.nat(5), fc.nat(40), fc.nat(40), fc.integer(), (bytes, shift, a, b, seed) => {
+        const buf = Buffer.alloc(bytes.length + shift).subarray(shift);
+        buf.set(bytes);
+        const start = Math.min(a, b, buf.length);
+        const end = Math.min(Math.max(a, b), buf.length);
+        const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
+        expect(murmur3_32View(view, start, end, seed)).toBe(murmur3_32(buf, start, end, seed));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('hashes a string as its UTF-8 bytes (any string, lone surrogates as U+FFFD)', () => {

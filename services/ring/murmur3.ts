@@ -44,6 +44,28 @@ export function murmur3_32(bytes: Uint8Array, start = 0, end = bytes.length, see
   return fmix32(h ^ len);
 }
 
+/**
+ * murmur3_32 of the bytes [start, end) of a view, each block one 32-bit load instead of
+ * four byte loads: the store's key hash (kv-engine.ts), where the loads were the cost.
+ * Unsigned result, equal to murmur3_32's of the same bytes.
+ */
+export function murmur3_32View(view: DataView, start: number, end: number, seed: number): number {
+  let h = seed | 0;
+  const len = end - start;
+  const blocksEnd = start + (len & ~3);
+  let i = start;
+  for (; i < blocksEnd; i += 4) h = mixBlock(h, view.getInt32(i, true));
+  const tail = len & 3;
+  if (tail > 0) {
+    let k = 0;
+    if (tail === 3) k ^= view.getUint8(i + 2) << 16;
+    if (tail >= 2) k ^= view.getUint8(i + 1) << 8;
+    k ^= view.getUint8(i);
+    h ^= scramble(k);
+  }
+  return fmix32(h ^ len);
+}
+
 // Keys held as JS strings (HTTP paths, CLI arguments) are hashed from their UTF-8
 // encoding computed on the fly, byte for byte what murmur3_32(Buffer.from(text)) sees,
 // without allocating or calling into native code (which costs more than the hash).

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 // The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
 import { performance } from 'node:perf_hooks';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
+import { murmur3_32View } from '../ring/murmur3.ts';
 import { ByteViewCache } from '../shared/byte-views.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
@@ -213,13 +214,6 @@ function checkKey(key: Buffer): void {
   if (key.length < 1 || key.length > MAX_KEY_BYTES) {
     throw new RangeError(`key must be 1 to ${MAX_KEY_BYTES} bytes, got ${key.length}`);
   }
-}
-
-/** MurmurHash3's mixing of one 32-bit block of key bytes. */
-function murmurScramble(k: number): number {
-  k = Math.imul(k, 0xcc9e2d51);
-  k = (k << 15) | (k >>> 17);
-  return Math.imul(k, 0x1b873593);
 }
 
 /** The smallest power of two >= n (n >= 1). */
@@ -904,26 +898,13 @@ export class KvEngine implements StoreEngine {
   }
 
   /**
-   * MurmurHash3 (32-bit) of the key bytes, seeded per process, read four bytes a step
-   * through a view of the buffer: the loads, not the multiplies, were the cost of the
-   * byte-at-a-time FNV-1a it replaced (16-byte keys: 21 against 34 ns, microbenchmark).
+   * MurmurHash3 of the key bytes, seeded per process, as a signed 32-bit integer (the slots'
+   * HASH field holds it so). Read a block at a time through a view of the buffer: the loads,
+   * not the multiplies, were the cost of the byte-at-a-time FNV-1a it replaced (16-byte
+   * keys: 21 against 34 ns, microbenchmark).
    */
   #hashOf(buf: Buffer, start: number, end: number): number {
-    const view = this.#keyViews.of(buf);
-    let h = this.#seed;
-    let i = start;
-    for (const words = end - 3; i < words; i += 4) {
-      h ^= murmurScramble(view.getInt32(i, true));
-      h = (h << 13) | (h >>> 19);
-      h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-    }
-    const rest = end - i;
-    if (rest > 0) h ^= murmurScramble(view.getUint8(i) | (rest > 1 ? view.getUint8(i + 1) << 8 : 0) | (rest > 2 ? view.getUint8(i + 2) << 16 : 0));
-    h ^= end - start;
-    // The finalizer: the low bits (the bucket index) depend on every byte.
-    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-    return h ^ (h >>> 16);
+    return murmur3_32View(this.#keyViews.of(buf), start, end, this.#seed) | 0;
   }
 
   /** The first slot of hash h's chain (0 for none), in the new table once its old bucket has moved. */
