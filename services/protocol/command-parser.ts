@@ -1,5 +1,5 @@
-import { COMMAND_TABLE, type KnownCommandName } from './command-table.ts';
 import { ByteViewCache } from '../shared/byte-views.ts';
+import { COMMAND_TABLE, type KnownCommandName } from './command-table.ts';
 import { isValidKeyBytes, plainKeyEnd } from './key-rules.ts';
 import { MAX_KEY_BYTES, MAX_TTL_DIGITS, MAX_TTL_SECONDS } from './limits.ts';
 

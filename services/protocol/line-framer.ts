@@ -1,3 +1,5 @@
+import { ByteViewCache } from '../shared/byte-views.ts';
+
 /**
  * Splits a byte stream into LF-terminated lines without ever seeing a socket.
  *
@@ -12,8 +14,6 @@
  * (its budget for this turn is spent, or its output is full) and pick up later where it
  * left off, with the unread chunks still held here in order.
  */
-import { ByteViewCache } from '../shared/byte-views.ts';
-
 export interface LineSink {
   /** Returning false stops delivery after this line; the rest stays held for the next deliver(). */
   onLine(buf: Buffer, start: number, end: number): unknown;

@@ -460,9 +460,9 @@ export class KvEngine implements StoreEngine {
 
   /**
    * A view of the page holding the key's value bytes, at into.start to into.end; undefined
-   * when absent (valid until the engine next changes: see StoreEngine). Counts a hit or miss; touches LRU. `hint`: the slot prefetch() found for this
-   * key, or 0; it is used only if it holds the key now, so a stale or wrong one costs a
-   * lookup, never an answer.
+   * when absent (valid until the engine next changes: see StoreEngine). Counts a hit or
+   * miss; touches LRU. `hint`: the slot prefetch() found for this key, or 0; it is used
+   * only if it holds the key now, so a stale or wrong one costs a lookup, never an answer.
    */
   getAt(buf: Buffer, ks: number, ke: number, into: ValueRange, hint = 0): DataView | undefined {
     const slot = hint > 0 && this.#holdsKey(hint, buf, ks, ke) ? hint : this.#find(buf, ks, ke, this.#hashOf(buf, ks, ke));
