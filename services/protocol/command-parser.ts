@@ -1,4 +1,4 @@
-import { ByteViewCache } from '../shared/byte-views.ts';
+import { viewOf } from '../shared/byte-views.ts';
 import { COMMAND_TABLE, type KnownCommandName } from './command-table.ts';
 import { isValidKeyBytes, plainKeyEnd } from './key-rules.ts';
 import { MAX_KEY_BYTES, MAX_TTL_DIGITS, MAX_TTL_SECONDS } from './limits.ts';
@@ -114,8 +114,6 @@ function spaceAt(buf: Buffer, from: number, end: number): number {
   return -1;
 }
 
-const LINE_VIEWS = new ByteViewCache();
-
 /**
  * The end of the key that starts at buf[start] (the first space in [start, end), or end)
  * when the key is plainly valid, 1 to MAX_KEY_BYTES printable ASCII bytes; -1 otherwise,
@@ -124,7 +122,7 @@ const LINE_VIEWS = new ByteViewCache();
  * a step, where the long way takes two a byte at a time.
  */
 function plainKeyAt(buf: Buffer, start: number, end: number): number {
-  const keyEnd = plainKeyEnd(LINE_VIEWS.of(buf), start, end);
+  const keyEnd = plainKeyEnd(viewOf(buf), start, end);
   const len = keyEnd - start;
   return (keyEnd === end || buf[keyEnd] === SPACE) && len >= 1 && len <= MAX_KEY_BYTES ? keyEnd : -1;
 }

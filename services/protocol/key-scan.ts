@@ -1,9 +1,7 @@
-import { ByteViewCache } from '../shared/byte-views.ts';
+import { viewOf } from '../shared/byte-views.ts';
 import { plainKeyEnd } from './key-rules.ts';
 import { MAX_KEY_BYTES } from './limits.ts';
 import { indexOfLf } from './line-framer.ts';
-
-const KEY_VIEWS = new ByteViewCache();
 
 const LF = 10;
 const CR = 13;
@@ -32,7 +30,7 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
     }
     const keyStart = i + 1;
     // Printable ASCII four bytes a step, then byte by byte past anything else (UTF-8).
-    let j = plainKeyEnd(KEY_VIEWS.of(buf), keyStart, end);
+    let j = plainKeyEnd(viewOf(buf), keyStart, end);
     while (j < end && buf[j] !== SPACE && buf[j] !== LF && buf[j] !== CR) j++;
     if (j >= end) break;
     const lf = buf[j] === LF ? j : indexOfLf(buf, j, end);

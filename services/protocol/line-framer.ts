@@ -1,4 +1,4 @@
-import { ByteViewCache } from '../shared/byte-views.ts';
+import { viewOf } from '../shared/byte-views.ts';
 
 /**
  * Splits a byte stream into LF-terminated lines without ever seeing a socket.
@@ -34,8 +34,6 @@ const LF_WORD = 0x0a0a0a0a;
  */
 const INLINE_SCAN_BYTES = 128;
 
-const LINE_VIEWS = new ByteViewCache();
-
 /**
  * The first LF in buf[from, end), or -1. The loop reads four bytes a step through a view
  * of the buffer and looks at single bytes only in the word that holds an LF: a line of
@@ -43,7 +41,7 @@ const LINE_VIEWS = new ByteViewCache();
  */
 export function indexOfLf(buf: Uint8Array, from: number, end: number): number {
   const stop = Math.min(end, from + INLINE_SCAN_BYTES);
-  const view = LINE_VIEWS.of(buf);
+  const view = viewOf(buf);
   let i = from;
   for (const words = stop - 3; i < words; i += 4) {
     // A zero byte of x is an LF of the word; (x - 0x01..) & ~x & 0x80.. is non-zero exactly when there is one.

@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { murmur3_32View } from '../ring/murmur3.ts';
-import { ByteViewCache } from '../shared/byte-views.ts';
+import { viewOf } from '../shared/byte-views.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
 import type { PageSource } from './page-source.ts';
@@ -231,8 +231,6 @@ export class KvEngine implements StoreEngine {
   readonly #noeviction: boolean;
   readonly #now: () => number;
   readonly #seed = randomInt(2 ** 32) | 0;
-  /** Views of the buffers keys are read from (the lines' buffers: see ByteViewCache). */
-  readonly #keyViews = new ByteViewCache();
   readonly #arena: RecordArena;
   /** Told of all the engine's memory growth, so that growth starts no garbage collection (see gc-ballast.ts). */
   readonly #ballast: GcBallast;
@@ -904,7 +902,7 @@ export class KvEngine implements StoreEngine {
    * keys: 21 against 34 ns, microbenchmark).
    */
   #hashOf(buf: Buffer, start: number, end: number): number {
-    return murmur3_32View(this.#keyViews.of(buf), start, end, this.#seed) | 0;
+    return murmur3_32View(viewOf(buf), start, end, this.#seed) | 0;
   }
 
   /** The first slot of hash h's chain (0 for none), in the new table once its old bucket has moved. */
@@ -933,7 +931,7 @@ export class KvEngine implements StoreEngine {
   /** Whether the slot at field offset o holds the key buf[ks, ke) (a free slot's key length is 0: never). */
   #keyIs(o: number, buf: Buffer, ks: number, ke: number): boolean {
     const meta = this.#slots[o + META]!;
-    return (meta & KLEN_MASK) === ke - ks && this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(this.#slots[o + CHUNK]!, this.#keyViews.of(buf), ks, ke);
+    return (meta & KLEN_MASK) === ke - ks && this.#arena.classes[(meta >>> CLS_SHIFT) & 0xff]!.startsWith(this.#slots[o + CHUNK]!, viewOf(buf), ks, ke);
   }
 
   #record(slot: number): { page: Buffer; at: number } {
