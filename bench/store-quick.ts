@@ -44,7 +44,8 @@ type Variant = 'shipped' | 'no metrics' | 'prom-client labelled' | 'bare Map eng
 
 /** The engine's interface over a plain Map of strings: no LRU order, no TTL, no accounting. */
 class BareMapEngine {
-  readonly map = new Map<string, Buffer>();
+  /** Values as views, made once when set: a GET hands out a view, as KvEngine's does. */
+  readonly map = new Map<string, DataView>();
   usageBytes = 0;
   keyCount = 0;
   maxMemoryBytes = 1e12;
@@ -61,15 +62,15 @@ class BareMapEngine {
   gcBallastBytes = 0;
   prefetch(): void {} // a Map has nothing to load ahead
   set(key: string, v: Buffer): 'ok' {
-    this.map.set(key, v);
+    this.map.set(key, new DataView(v.buffer, v.byteOffset, v.length));
     return 'ok';
   }
   getAt(buf: Buffer, ks: number, ke: number, into: ValueRange): DataView | undefined {
     const v = this.map.get(buf.toString('utf8', ks, ke));
     if (v === undefined) return undefined;
     into.start = 0;
-    into.end = v.length;
-    return new DataView(v.buffer, v.byteOffset, v.length);
+    into.end = v.byteLength;
+    return v;
   }
   setAt(buf: Buffer, ks: number, ke: number, vs: number, ve: number): 'ok' {
     return this.set(buf.toString('utf8', ks, ke), Buffer.from(buf.subarray(vs, ve)));

@@ -1,5 +1,6 @@
 import { PARSE_ERROR_REASONS } from './command-parser.ts';
 import { base64Slice, latin1Write } from '../shared/buffer-internals.ts';
+import { bytesOf } from '../shared/byte-views.ts';
 import { base64Length } from './limits.ts';
 
 /**
@@ -160,7 +161,7 @@ export function writeValueReply(target: ReplyTarget, at: number, page: DataView,
   const bytes = target.bytes;
   for (let i = 0; i < VALUE_PREFIX.length; i++) bytes[at++] = VALUE_PREFIX[i]!;
   if (end - start <= INLINE_BASE64_MAX_BYTES) at = writeBase64(target, at, page, start, end);
-  else at += latin1Write(bytes, base64Slice(Buffer.from(page.buffer, page.byteOffset + start, end - start), 0, end - start), at);
+  else at += latin1Write(bytes, base64Slice(bytesOf(page, start, end), 0, end - start), at);
   bytes[at++] = LF;
   return at;
 }

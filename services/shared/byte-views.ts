@@ -20,3 +20,6 @@ export function viewOf(bytes: Uint8Array): DataView {
   }
   return lastView;
 }
+
+/** The bytes [start, end) of what `view` shows, as a Buffer over the same memory (no copy). */
+export const bytesOf = (view: DataView, start: number, end: number): Buffer => Buffer.from(view.buffer, view.byteOffset + start, end - start);

@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
 import { murmur3_32View } from '../ring/murmur3.ts';
-import { viewOf } from '../shared/byte-views.ts';
+import { bytesOf, viewOf } from '../shared/byte-views.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
 import type { PageSource } from './page-source.ts';
@@ -619,7 +619,7 @@ export class KvEngine implements StoreEngine {
     const k = keyBytes(key);
     const at = new ValueRange();
     const page = this.getAt(k, 0, k.length, at);
-    return page === undefined ? undefined : Buffer.from(page.buffer, page.byteOffset + at.start, at.end - at.start).toString('base64');
+    return page === undefined ? undefined : bytesOf(page, at.start, at.end).toString('base64');
   }
 
   /**

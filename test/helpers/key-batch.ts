@@ -1,3 +1,4 @@
+import { bytesOf } from '../../services/shared/byte-views.ts';
 import type { KvEngine } from '../../services/store/kv-engine.ts';
 import { ValueRange } from '../../services/store/store-engine.ts';
 
@@ -19,5 +20,5 @@ export function keyBatch(keys: string[]): { buf: Buffer; starts: Int32Array; end
 export function valueWithHint(engine: KvEngine, buf: Buffer, ks: number, ke: number, hint: number): Buffer | undefined {
   const into = new ValueRange();
   const page = engine.getAt(buf, ks, ke, into, hint);
-  return page === undefined ? undefined : Buffer.from(page.buffer, page.byteOffset + into.start, into.end - into.start);
+  return page === undefined ? undefined : bytesOf(page, into.start, into.end);
 }
