@@ -25,7 +25,8 @@ import { StoreServer } from './store-server.ts';
  * to the objects, so the real engine and server start with them. The scratch engine is made before the real one on
  * purpose: V8 settles its objects' layout (their hidden class) on the scratch objects, and
  * the real ones are then made with the settled layout. Warmed after the real engine
- * existed, the same warm-up made the first seconds of a load worse (README, Benchmarks).
+ * existed, the same warm-up made the first seconds of a load worse (docs/benchmarks.md, "The
+ * prober's own start").
  *
  * Nothing of the scratch store is seen outside this call: its metrics are its own and
  * registered nowhere, its port is on loopback and closed before the store listens, and
