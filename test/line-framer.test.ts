@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { indexOfLf, LineFramer } from '../services/protocol/line-framer.ts';
+import { scanKeys } from '../services/protocol/key-scan.ts';
+import { indexOfLf, LineEnds, LineFramer } from '../services/protocol/line-framer.ts';
 
 interface Framed {
   lines: string[];
@@ -281,5 +282,87 @@ describe('indexOfLf: the LF search of the framer and the key scanner', () => {
     framer.deliver(Infinity);
     expect(lines).toEqual([long, 'GET k']);
     expect(framer.bufferedBytes).toBe(end - (long.length + 7));
+  });
+});
+
+describe('LineEnds: the LFs the key scan found, handed to the framer', () => {
+  // The store scans each read for its keys (scanKeys) and hands the LFs it passed to the
+  // framer of the same read, which then does not search for them again. Framing must be
+  // the same as without them, whatever the bytes, the budgets and the held input, and a
+  // framer must not read them once the read is copied (the runner's next scan overwrites them).
+  const recording = (max: number) => {
+    const out = { lines: [] as string[], overflows: 0 };
+    const framer = new LineFramer(max, {
+      onLine: (buf, s, e) => void out.lines.push(buf.toString('latin1', s, e)),
+      onOverflow: () => void out.overflows++,
+    });
+    return { framer, out };
+  };
+  const bytes = fc.array(fc.constantFrom(...b('GET SET k v 0123 \n\n\r\r  ')), { maxLength: 60 });
+
+  it('frames every read as it would without them (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(bytes, { maxLength: 12 }),
+        fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 40 }),
+        (reads, budgets, keyRoom, maxLine) => {
+          // As in the store: every read lands in one shared buffer, stale bytes after it.
+          const shared = Buffer.alloc(80, 0x0a);
+          const plain = recording(maxLine);
+          const hinted = recording(maxLine);
+          const starts = new Int32Array(keyRoom);
+          const ends = new Int32Array(keyRoom);
+          const lineEnds = new LineEnds(keyRoom + 2);
+          let k = 0;
+          for (const read of reads) {
+            shared.fill(0x0a);
+            shared.set(read);
+            const n = read.length;
+            if (n === 0) continue;
+            plain.framer.append(shared, 0, n);
+            plain.framer.deliver(budgets[k % budgets.length]!);
+            plain.framer.ownHeldInput();
+            scanKeys(shared, n, starts, ends, lineEnds);
+            hinted.framer.append(shared, 0, n, lineEnds);
+            hinted.framer.deliver(budgets[k % budgets.length]!);
+            hinted.framer.ownHeldInput();
+            lineEnds.at.fill(3); // the next scan's: wrong for what the framer holds
+            lineEnds.count = lineEnds.at.length;
+            k++;
+            // A later turn, without a read: held lines resume.
+            plain.framer.deliver(budgets[k % budgets.length]!);
+            hinted.framer.deliver(budgets[k % budgets.length]!);
+          }
+          plain.framer.deliver(Infinity);
+          hinted.framer.deliver(Infinity);
+          expect(hinted.out).toEqual(plain.out);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('are the LFs of the lines the key scan passed, in order from the start (property)', () => {
+    fc.assert(
+      fc.property(bytes, fc.nat(60), fc.integer({ min: 1, max: 8 }), (input, cut, keyRoom) => {
+        const buf = Buffer.from(input);
+        const end = Math.min(cut, buf.length);
+        const lfs: number[] = [];
+        for (let i = buf.indexOf(10); i !== -1 && i < end; i = buf.indexOf(10, i + 1)) lfs.push(i);
+        const lineEnds = new LineEnds(64);
+        const keys = scanKeys(buf, end, new Int32Array(keyRoom), new Int32Array(keyRoom), lineEnds);
+        const found = Array.from(lineEnds.at.subarray(0, lineEnds.count));
+        expect(found).toEqual(lfs.slice(0, found.length));
+        // With room for every key it passes every complete line.
+        if (keys < keyRoom) expect(found).toEqual(lfs);
+        // A scan with less room for line ends writes as many as fit, the same ones.
+        const few = new LineEnds(2);
+        scanKeys(buf, end, new Int32Array(keyRoom), new Int32Array(keyRoom), few);
+        expect(Array.from(few.at.subarray(0, few.count))).toEqual(found.slice(0, 2));
+      }),
+      { numRuns: 1000 },
+    );
   });
 });

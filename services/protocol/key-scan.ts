@@ -1,7 +1,7 @@
 import { viewOf } from '../shared/byte-views.ts';
 import { plainKeyEnd } from './key-rules.ts';
 import { MAX_KEY_BYTES } from './limits.ts';
-import { indexOfLf } from './line-framer.ts';
+import { indexOfLf, type LineEnds } from './line-framer.ts';
 
 const LF = 10;
 const CR = 13;
@@ -15,9 +15,16 @@ const SPACE = 32;
  * and nothing else; the parser still decides what each line means. Stops at the first
  * incomplete line or after starts.length lines with a key-sized second word. Returns how
  * many ranges it wrote: line k's is [starts[k], ends[k]).
+ *
+ * `lineEnds`, when given, gets the LF of every line it passed, in order from buf[0] (as
+ * many as it has room for), for the framer of the same bytes (LineFramer.append): each is
+ * the first LF after the one before, since no scan below goes past an LF.
  */
-export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends: Int32Array): number {
+export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends: Int32Array, lineEnds?: LineEnds): number {
   const max = starts.length;
+  const lfs = lineEnds?.at;
+  const maxLines = lfs === undefined ? 0 : lfs.length;
+  let lines = 0;
   let count = 0;
   let pos = 0;
   while (pos < end && count < max) {
@@ -25,6 +32,7 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
     while (i < end && buf[i] !== SPACE && buf[i] !== LF) i++;
     if (i >= end) break;
     if (buf[i] === LF) {
+      if (lines < maxLines) lfs![lines++] = i;
       pos = i + 1; // a line of one word: no key
       continue;
     }
@@ -35,6 +43,7 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
     if (j >= end) break;
     const lf = buf[j] === LF ? j : indexOfLf(buf, j, end);
     if (lf < 0) break; // an incomplete line: its key may not be all there yet
+    if (lines < maxLines) lfs![lines++] = lf;
     if (j > keyStart && j - keyStart <= MAX_KEY_BYTES) {
       starts[count] = keyStart;
       ends[count] = j;
@@ -42,5 +51,6 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
     }
     pos = lf + 1;
   }
+  if (lineEnds !== undefined) lineEnds.count = lines;
   return count;
 }

@@ -54,6 +54,23 @@ export function indexOfLf(buf: Uint8Array, from: number, end: number): number {
   return lf >= end ? -1 : lf;
 }
 
+/**
+ * The LFs of the first lines of a range of bytes, found by a scan of it that came first
+ * (the store's key scan for its prefetch: scanKeys), so that the framer need not search
+ * for them again: at[k] is the LF that ends line k, the lines consecutive from the range's
+ * start, `count` of them. It describes those bytes only while they stay as they were: a
+ * framer uses it for the range it was appended with, and drops it when it moves past that
+ * range or copies it (ownHeldInput).
+ */
+export class LineEnds {
+  readonly at: Int32Array;
+  count = 0;
+
+  constructor(capacity: number) {
+    this.at = new Int32Array(capacity);
+  }
+}
+
 export class LineFramer {
   readonly maxLineBytes: number;
   readonly #sink: LineSink;
@@ -68,6 +85,11 @@ export class LineFramer {
   #pendingBytes = 0;
   #overflowed = false;
   #stopped = false;
+  /** LFs of #chunk's lines already found (append's lineEnds): #known.at[#knownIndex] ends the line at #knownFrom. */
+  #known: LineEnds | null = null;
+  #knownCount = 0;
+  #knownIndex = 0;
+  #knownFrom = -1;
 
   constructor(maxLineBytes: number, sink: LineSink) {
     this.maxLineBytes = maxLineBytes;
@@ -100,14 +122,23 @@ export class LineFramer {
   /**
    * Holds chunk[start, end) for deliver(). A range rather than a view (subarray) of it:
    * the store appends every read of one command this way, and a view per read was half
-   * of its garbage at pipeline depth 1.
+   * of its garbage at pipeline depth 1. `lineEnds`, when given, are the LFs of the range's
+   * first lines (see LineEnds); they are used only while deliver() frames this range from
+   * its start on, and are read from as deliver() goes, so they must not change before the
+   * range is framed or ownHeldInput() is called.
    */
-  append(chunk: Buffer, start = 0, end = chunk.length): void {
+  append(chunk: Buffer, start = 0, end = chunk.length, lineEnds?: LineEnds): void {
     if (this.#overflowed || this.#stopped || end <= start) return;
     if (this.#chunk === null) {
       this.#chunk = chunk;
       this.#pos = start;
       this.#end = end;
+      if (lineEnds !== undefined && lineEnds.count > 0) {
+        this.#known = lineEnds;
+        this.#knownCount = lineEnds.count;
+        this.#knownIndex = 0;
+        this.#knownFrom = start;
+      }
     } else {
       this.#queued.push(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
     }
@@ -124,7 +155,7 @@ export class LineFramer {
       const pos = this.#pos;
       const end = this.#end;
       // (Past `end` the buffer may hold other bytes, and an LF there is not this chunk's.)
-      const lf = indexOfLf(chunk, pos, end);
+      const lf = this.#knownIndex < this.#knownCount && pos === this.#knownFrom ? this.#knownLf() : indexOfLf(chunk, pos, end);
       if (lf === -1) {
         this.#nextChunk();
         this.#hold(chunk, pos, end);
@@ -155,6 +186,7 @@ export class LineFramer {
    * socket reading into one shared buffer). Costs nothing when everything was framed.
    */
   ownHeldInput(): void {
+    this.#knownCount = 0;
     if (this.#chunk === null) return;
     this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos, this.#end));
     this.#pos = 0;
@@ -176,7 +208,15 @@ export class LineFramer {
     else this.#nextChunk();
   }
 
+  /** The LF of the line at #knownFrom, as the scan before found it. */
+  #knownLf(): number {
+    const lf = this.#known!.at[this.#knownIndex++]!;
+    this.#knownFrom = lf + 1;
+    return lf;
+  }
+
   #nextChunk(): void {
+    this.#knownCount = 0;
     const next = this.#queued.length > 0 ? this.#queued.shift()! : null;
     this.#chunk = next;
     this.#pos = 0;

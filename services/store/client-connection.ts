@@ -222,7 +222,7 @@ export class ClientConnection implements TurnWork {
     }
     const now = performance.now();
     this.#activeAt = now;
-    this.#framer.append(buf, 0, n);
+    this.#framer.append(buf, 0, n, runner.lineEnds);
     this.#pump(now, true);
     this.#framer.ownHeldInput();
   }

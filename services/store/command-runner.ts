@@ -5,10 +5,11 @@ import {
   BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
 } from '../protocol/replies.ts';
 import { scanKeys } from '../protocol/key-scan.ts';
+import { LineEnds } from '../protocol/line-framer.ts';
 import { OneLineReads } from './one-line-reads.ts';
 import { PrefetchedKeys } from './prefetched-keys.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
-import { ValueRange, type StoreEngine } from './store-engine.ts';
+import { PREFETCH_BATCH, ValueRange, type StoreEngine } from './store-engine.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
 
 export interface CommandRunnerOptions {
@@ -39,6 +40,11 @@ export class CommandRunner {
   #batch: PrefetchedKeys = this.#readKeys;
   /** When the last command ended (or the current batch started), for command durations. */
   #lastTick = 0;
+  /**
+   * The LFs of the lines of the last read prefetchOrHold() scanned, for the framer of that
+   * read (so the bytes of a line are searched for its LF once, not twice).
+   */
+  readonly lineEnds = new LineEnds(2 * PREFETCH_BATCH);
 
   constructor(options: CommandRunnerOptions) {
     this.#engine = options.engine;
@@ -60,7 +66,7 @@ export class CommandRunner {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const keys = this.#readKeys;
     this.#batch = keys;
-    const count = scanKeys(buf, n, keys.starts, keys.ends);
+    const count = scanKeys(buf, n, keys.starts, keys.ends, this.lineEnds);
     if (count > 1) {
       keys.prefetch(this.#engine, buf, count);
       return -1;
