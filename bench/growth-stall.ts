@@ -3,6 +3,7 @@
 //   node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes 100]
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
 //        [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."]
+//        [--trace-turns]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
@@ -32,6 +33,11 @@
 //                 to the CPUs in list L and this process (loader, prober) and kvload to
 //                 the others: a server given one core, as a container with a CPU limit of 1.
 //   --store-node-args="..."  Node flags for the store process (e.g. --single-threaded-gc).
+//   --trace-turns  records the store's event-loop turns with `perf` over the measured
+//                 phases (bench/turn-trace.ts; Linux, root): how long they were by the clock
+//                 and how much CPU they held, and how many long turns had a stretch the
+//                 hypervisor took. Reported as `turns` (the store only; Redis's loop is not
+//                 traced).
 // Each phase also reports stealMs: the time the hypervisor took the machine's virtual CPUs
 // away during it (/proc/stat, summed over the CPUs). On a shared VM it comes in stretches
 // of several ms at a time, during which the server on that CPU is stopped: a worst round
@@ -54,6 +60,7 @@ import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 import { stealStopwatch } from './process-cpu.ts';
+import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
 const OVERWRITE_SECONDS = 8;
@@ -176,11 +183,12 @@ async function main(): Promise<void> {
       'server-cpus': { type: 'string' },
       'client-cpus': { type: 'string' },
       'store-node-args': { type: 'string' },
+      'trace-turns': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns]');
     return;
   }
   const mode = opts.mode;
@@ -201,7 +209,10 @@ async function main(): Promise<void> {
     conns: count('conns', opts.conns),
     batch: count('batch', opts.batch),
     proberNice: niceOption(opts['prober-nice']),
+    traceTurns: opts['trace-turns'],
   };
+  const untraceable = settings.traceTurns ? turnTraceUnavailable() : undefined;
+  if (untraceable !== undefined) throw new Error(`--trace-turns: ${untraceable}`);
   if ((opts['server-cpus'] === undefined) !== (opts['client-cpus'] === undefined)) throw new Error('--server-cpus and --client-cpus go together');
   const serverCpus = opts['server-cpus'];
   // Threads made later (the prober) and children (kvload) inherit this process's CPUs.
@@ -221,7 +232,7 @@ async function main(): Promise<void> {
       const result = await measure(server, settings);
       const pinned = serverCpus === undefined ? {} : { serverCpus, clientCpus: opts['client-cpus'] };
       const nodeArgs = t === 'redis' || storeNodeArgs.length === 0 ? {} : { storeNodeArgs };
-      console.log(JSON.stringify({ target: t, ...settings, ...pinned, ...nodeArgs, kvload: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
+      console.log(JSON.stringify({ target: t, ...settings, ...pinned, ...nodeArgs, kvload: undefined, traceTurns: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
     } finally {
       server.child.kill('SIGKILL');
       await once(server.child, 'exit').catch(() => {});
@@ -336,6 +347,7 @@ interface Settings {
   readonly conns: number;
   readonly batch: number;
   readonly proberNice: number | undefined;
+  readonly traceTurns: boolean;
 }
 
 function niceOption(text: string | undefined): number | undefined {
@@ -380,6 +392,7 @@ async function measure(target: Target, s: Settings) {
   };
 
   await ready; // the prober has started and made its warm-up round trips
+  const trace = s.traceTurns && !target.redis ? await startTurnTrace(target.child.pid!) : undefined;
   const load = writeAll(target, s, line);
   startPhase('load');
   const t0 = nowMs();
@@ -419,6 +432,7 @@ async function measure(target: Target, s: Settings) {
     await new Promise((r) => setTimeout(r, 300));
   }
   endPhase();
+  if (trace !== undefined) result.turns = await trace.stop();
   prober.postMessage({ report: true });
   const phases = await report;
   await prober.terminate();
