@@ -11,7 +11,7 @@
 // its CPU. growth-stall.ts --trace-turns reports these figures beside its worst PING.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -161,9 +161,13 @@ export async function startTurnTrace(tid: number): Promise<TurnTrace> {
   let stderr = '';
   perf.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
   const exited = once(perf, 'exit');
-  // perf writes its header once it has opened the events; a short wait is enough for it.
-  await new Promise((r) => setTimeout(r, 300));
-  if (perf.exitCode !== null) throw new Error(`perf record exited at once: ${stderr.trim()}`);
+  // perf writes the file's header once it has opened the events: recording has begun.
+  const until = Date.now() + 10_000;
+  while (!(existsSync(file) && statSync(file).size > 0)) {
+    if (perf.exitCode !== null) throw new Error(`perf record exited at once: ${stderr.trim()}`);
+    if (Date.now() > until) throw new Error(`perf record had not started after 10 s: ${stderr.trim()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
   return {
     async stop(): Promise<TurnStats> {
       try {
