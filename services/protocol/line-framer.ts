@@ -133,9 +133,9 @@ export class LineFramer {
       this.#chunk = chunk;
       this.#pos = start;
       this.#end = end;
-      if (lineEnds !== undefined && lineEnds.count > 0) {
+      this.#knownCount = lineEnds === undefined ? 0 : lineEnds.count;
+      if (lineEnds !== undefined) {
         this.#known = lineEnds;
-        this.#knownCount = lineEnds.count;
         this.#knownIndex = 0;
         this.#knownFrom = start;
       }
