@@ -85,11 +85,12 @@ export class LineFramer {
   #pendingBytes = 0;
   #overflowed = false;
   #stopped = false;
-  /** LFs of #chunk's lines already found (append's lineEnds): #known.at[#knownIndex] ends the line at #knownFrom. */
+  /**
+   * LFs of #chunk's lines already found (append's lineEnds), or null: at[#knownIndex] ends
+   * the line at #pos, since the lines are framed in order from the range's start.
+   */
   #known: LineEnds | null = null;
-  #knownCount = 0;
   #knownIndex = 0;
-  #knownFrom = -1;
 
   constructor(maxLineBytes: number, sink: LineSink) {
     this.maxLineBytes = maxLineBytes;
@@ -133,12 +134,8 @@ export class LineFramer {
       this.#chunk = chunk;
       this.#pos = start;
       this.#end = end;
-      this.#knownCount = lineEnds === undefined ? 0 : lineEnds.count;
-      if (lineEnds !== undefined) {
-        this.#known = lineEnds;
-        this.#knownIndex = 0;
-        this.#knownFrom = start;
-      }
+      this.#known = lineEnds ?? null;
+      this.#knownIndex = 0;
     } else {
       this.#queued.push(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
     }
@@ -155,7 +152,8 @@ export class LineFramer {
       const pos = this.#pos;
       const end = this.#end;
       // (Past `end` the buffer may hold other bytes, and an LF there is not this chunk's.)
-      const lf = this.#knownIndex < this.#knownCount && pos === this.#knownFrom ? this.#knownLf() : indexOfLf(chunk, pos, end);
+      const known = this.#known;
+      const lf = known !== null && this.#knownIndex < known.count ? known.at[this.#knownIndex++]! : indexOfLf(chunk, pos, end);
       if (lf === -1) {
         this.#nextChunk();
         this.#hold(chunk, pos, end);
@@ -186,7 +184,7 @@ export class LineFramer {
    * socket reading into one shared buffer). Costs nothing when everything was framed.
    */
   ownHeldInput(): void {
-    this.#knownCount = 0;
+    this.#known = null;
     if (this.#chunk === null) return;
     this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos, this.#end));
     this.#pos = 0;
@@ -208,15 +206,8 @@ export class LineFramer {
     else this.#nextChunk();
   }
 
-  /** The LF of the line at #knownFrom, as the scan before found it. */
-  #knownLf(): number {
-    const lf = this.#known!.at[this.#knownIndex++]!;
-    this.#knownFrom = lf + 1;
-    return lf;
-  }
-
   #nextChunk(): void {
-    this.#knownCount = 0;
+    this.#known = null;
     const next = this.#queued.length > 0 ? this.#queued.shift()! : null;
     this.#chunk = next;
     this.#pos = 0;
