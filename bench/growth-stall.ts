@@ -3,7 +3,7 @@
 //   node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes 100]
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
 //        [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."]
-//        [--trace-turns]
+//        [--trace-turns] [--rounds N]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
@@ -38,6 +38,11 @@
 //                 and how much CPU they held, and how many long turns had a stretch the
 //                 hypervisor took. Reported as `turns` (the store only; Redis's loop is not
 //                 traced).
+//   --rounds N    runs every target N times, in turn (default 1), and ends with a table of
+//                 the measured phase's figures (load, sweep or overwrite): medians with
+//                 their ranges over all rounds, and over the quiet ones, those in which no
+//                 target's phase lost more than 1.5% of the machine's CPU time to steal
+//                 (bench/stall-rounds.ts).
 // Each phase also reports stealMs: the time the hypervisor took the machine's virtual CPUs
 // away during it (/proc/stat, summed over the CPUs). On a shared VM it comes in stretches
 // of several ms at a time, during which the server on that CPU is stopped: a worst round
@@ -50,7 +55,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
-import { getPriority, setPriority, tmpdir } from 'node:os';
+import { availableParallelism, getPriority, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -60,6 +65,7 @@ import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 import { stealStopwatch } from './process-cpu.ts';
+import { renderStallRounds, type StallPhase } from './stall-rounds.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
@@ -184,11 +190,12 @@ async function main(): Promise<void> {
       'client-cpus': { type: 'string' },
       'store-node-args': { type: 'string' },
       'trace-turns': { type: 'boolean', default: false },
+      rounds: { type: 'string', default: '1' },
       help: { type: 'boolean', default: false },
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--rounds N]');
     return;
   }
   const mode = opts.mode;
@@ -199,6 +206,7 @@ async function main(): Promise<void> {
     return n;
   };
   const keys = count('keys', opts.keys ?? (mode === 'load' ? '8000000' : '1000000'));
+  const rounds = count('rounds', opts.rounds);
   if (opts.kvload !== undefined && mode === 'storm') throw new Error('--kvload writes with SET only: it covers --mode load and snapshot, not storm');
   const settings = {
     mode,
@@ -225,18 +233,34 @@ async function main(): Promise<void> {
   for (const t of targets) {
     if (!all.includes(t)) throw new Error(`--target must be ${all.join(', ')} or both`);
     if (t === 'redis' && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) throw new Error('redis-server is not on PATH');
-    const snapshots = mode === 'snapshot' && t !== 'kvstack-no-saves';
-    const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots, storeNodeArgs);
-    try {
-      if (serverCpus !== undefined) pinCpus(server.child.pid!, serverCpus);
-      const result = await measure(server, settings);
-      const pinned = serverCpus === undefined ? {} : { serverCpus, clientCpus: opts['client-cpus'] };
-      const nodeArgs = t === 'redis' || storeNodeArgs.length === 0 ? {} : { storeNodeArgs };
-      console.log(JSON.stringify({ target: t, ...settings, ...pinned, ...nodeArgs, kvload: undefined, traceTurns: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
-    } finally {
-      server.child.kill('SIGKILL');
-      await once(server.child, 'exit').catch(() => {});
+  }
+  // The phase the rounds' table reports: the one each mode is about.
+  const measured = mode === 'load' ? 'load' : mode === 'storm' ? 'sweep' : 'overwrite';
+  const byTarget = new Map<string, StallPhase[]>(targets.map((t) => [t, []]));
+  for (let round = 1; round <= rounds; round++) {
+    for (const t of targets) {
+      if (rounds > 1) console.error(`growth-stall: ${t}, round ${round}/${rounds} ...`);
+      const result = await runTarget(t, mode, settings, storeNodeArgs, serverCpus, opts['client-cpus']);
+      byTarget.get(t)!.push(result[measured] as StallPhase);
     }
+  }
+  if (rounds > 1) console.log(renderStallRounds(byTarget, measured, availableParallelism()));
+}
+
+/** Starts target `t`, measures it once (printing its JSON line) and stops it; returns the figures. */
+async function runTarget(t: string, mode: string, settings: Settings, storeNodeArgs: readonly string[], serverCpus: string | undefined, clientCpus: string | undefined): Promise<Record<string, unknown>> {
+  const snapshots = mode === 'snapshot' && t !== 'kvstack-no-saves';
+  const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots, storeNodeArgs);
+  try {
+    if (serverCpus !== undefined) pinCpus(server.child.pid!, serverCpus);
+    const result = await measure(server, settings);
+    const pinned = serverCpus === undefined ? {} : { serverCpus, clientCpus };
+    const nodeArgs = t === 'redis' || storeNodeArgs.length === 0 ? {} : { storeNodeArgs };
+    console.log(JSON.stringify({ target: t, ...settings, ...pinned, ...nodeArgs, kvload: undefined, traceTurns: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
+    return result;
+  } finally {
+    server.child.kill('SIGKILL');
+    await once(server.child, 'exit').catch(() => {});
   }
 }
 
@@ -378,16 +402,20 @@ async function measure(target: Target, s: Settings) {
   const line = s.mode === 'load' ? (i: number) => `SET ${key(i)} ${value}${eol}` : (i: number) => `SETEX ${key(i)} ${s.ttl} ${value}${eol}`;
 
   // The hypervisor's steal time during each phase (see machineStealSeconds), beside its round trips.
+  // And how long each phase ran, for the share of the machine's time that steal took.
   const stealMs: Record<string, number> = {};
-  let phase: { readonly name: string; readonly steal: () => number | undefined } | undefined;
+  const phaseSeconds: Record<string, number> = {};
+  let phase: { readonly name: string; readonly steal: () => number | undefined; readonly startedAt: number } | undefined;
   const startPhase = (name: string): void => {
     endPhase();
     prober.postMessage({ phase: name });
-    phase = { name, steal: stealStopwatch() };
+    phase = { name, steal: stealStopwatch(), startedAt: nowMs() };
   };
   const endPhase = (): void => {
-    const ms = phase?.steal();
-    if (phase !== undefined && ms !== undefined) stealMs[phase.name] = ms;
+    if (phase === undefined) return;
+    const ms = phase.steal();
+    if (ms !== undefined) stealMs[phase.name] = ms;
+    phaseSeconds[phase.name] = +((nowMs() - phase.startedAt) / 1000).toFixed(2);
     phase = undefined;
   };
 
@@ -438,7 +466,7 @@ async function measure(target: Target, s: Settings) {
   await prober.terminate();
   for (const [name, p] of Object.entries(phases)) {
     if (name === 'start') continue;
-    result[name] = stealMs[name] === undefined ? p : { ...p, stealMs: stealMs[name] };
+    result[name] = { ...p, ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name] };
   }
   result.proberNice = proberNice;
   return result;
