@@ -30,6 +30,15 @@ describe('scanKeys', () => {
     expect(scan(buf, 64, buf.indexOf('GET c'))).toEqual(['a', 'b']);
   });
 
+  it('starts where it is told (lines held back from an earlier turn), ranges still counted from the buffer\'s start', () => {
+    const buf = Buffer.from('GET a\nGET b\nSET c 123\n', 'latin1');
+    const starts = new Int32Array(8);
+    const ends = new Int32Array(8);
+    const from = buf.indexOf('GET b');
+    expect(scanKeys(buf, buf.length, starts, ends, undefined, from)).toBe(2);
+    expect([starts[0], ends[0], starts[1]]).toEqual([from + 4, from + 5, buf.indexOf('c 123')]);
+  });
+
   it('writes at most as many ranges as it has room for', () => {
     const lines = Array.from({ length: 100 }, (_, i) => `GET k${i}\n`).join('');
     expect(scan(lines, 8)).toEqual(Array.from({ length: 8 }, (_, i) => `k${i}`));

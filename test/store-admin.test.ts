@@ -44,7 +44,7 @@ const STORE_METRICS: Record<string, string> = {
 const COMMANDS = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'UNKNOWN'];
 const RESULTS = ['ok', 'not_found', 'error'];
 const REASONS = ['empty_command', 'unknown_command', 'wrong_number_of_arguments', 'invalid_key', 'invalid_expire_time', 'value_too_large', 'line_too_long'];
-const YIELD_REASONS = ['reply_bound', 'command_budget', 'time_slice'];
+const YIELD_REASONS = ['reply_bound', 'command_budget', 'time_slice', 'turn_budget'];
 
 describe('admin endpoints', () => {
   it('/livez, /readyz and /healthz answer while the store listens', async () => {

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
 import { CLOCK_CHECK_LINES, COMMANDS_PER_TURN, REPLY_BOUND_BYTES } from '../services/store/client-connection.ts';
-import { COMMAND_BUDGET, REPLY_BOUND, RESULT_OK, TIME_SLICE } from '../services/store/store-metrics.ts';
+import { COMMAND_BUDGET, REPLY_BOUND, RESULT_OK, TIME_SLICE, TURN_BUDGET } from '../services/store/store-metrics.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
@@ -122,7 +122,7 @@ async function floodPastAnother(store: TestStore, flood: LineClient, other: Line
 describe('the per-turn command budget', () => {
   it('a client pipelining 10,000 PINGs in one write yields to another client, whose PING is answered before the flood is', async () => {
     // No time budget: the yields counted here are the command count's (the next test covers time).
-    const store = await startTestStore({}, { turnSliceMs: Infinity });
+    const store = await startTestStore({}, { turnSliceMs: Infinity, turnBudgetMs: Infinity });
     const flood = await store.client();
     const other = await store.client();
     expect(await other.request('PING')).toBe('PONG');
@@ -147,6 +147,20 @@ describe('the per-turn command budget', () => {
     const c = await quiet.client();
     for (let i = 0; i < 50; i++) expect(await c.request('PING')).toBe('PONG');
     expect(quiet.service.metrics.connectionYields[TIME_SLICE]).toBe(0);
+  });
+
+  it('with no time for pipelined work in a turn, clients pipelining at once wait in line for their turns: none loses a reply or gets one out of order, and a client sending one command at a time is answered before they are done', async () => {
+    const store = await startTestStore({}, { turnBudgetMs: 0 });
+    const other = await store.client();
+    const floods = await Promise.all(Array.from({ length: 4 }, () => LineClient.connect(store.port)));
+    const n = 3000;
+    floods.forEach((c, i) => c.send(Array.from({ length: n / 2 }, (_, j) => `SET f${i}-${j} ${j}\nGET f${i}-${j}\n`).join('')));
+    await vi.waitFor(() => expect(store.service.metrics.connectionYields[TURN_BUDGET]).toBeGreaterThan(0), { interval: 1 });
+    expect(await other.request('PING')).toBe('PONG');
+    expect(floods.some((c) => c.received.length < n)).toBe(true);
+    const replies = await Promise.all(floods.map((c) => c.lines(n)));
+    for (const lines of replies) expect(lines).toEqual(Array.from({ length: n / 2 }, (_, j) => ['OK', `VALUE ${b64(String(j))}`]).flat());
+    expect((await store.admin('/metrics')).body).toMatch(/^kvstore_connection_yields_total\{reason="turn_budget"\} [1-9]\d*$/m);
   });
 
   it('replies of many turns arrive whole and in order for a client that reads (pipelined mixed commands)', async () => {

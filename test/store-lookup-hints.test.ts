@@ -125,7 +125,9 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
     const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 1 });
     const runner = new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' });
     const read = Buffer.from('GET a\nGET b\nDELETE a\nGET a\nPING\nGET c\nGET nope\n');
-    expect(runner.prefetchOrHold(read, read.length, false)).toBe(-1);
+    const keys = runner.scanRead(read, read.length);
+    expect(keys).toBe(6);
+    runner.prefetchRead(read, keys);
     let written = '';
     const socket = { writableLength: 0, _handle: null, write: (b: Buffer) => ((written += b.toString('latin1')), true) };
     const out = new ReplyBuffer(new ReplyBufferPool());
@@ -147,12 +149,34 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
     expect(nope).toBe(0);
   });
 
+  it('lines held back to a later turn get their keys prefetched again when they resume, from where they stopped', () => {
+    const engine = new RecordingEngine({ maxMemoryBytes: 1 << 26, evictionPolicy: 'lru' });
+    for (const k of ['a', 'b', 'c']) engine.set(k, Buffer.from(`v${k}`).toString('base64'));
+    const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 1 });
+    const runner = new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' });
+    const held = Buffer.from('GET a\nGET b\nGET c\nGET nope\n');
+    const from = held.indexOf('GET b');
+    runner.prefetchLines(held, from, held.length);
+    const out = new ReplyBuffer(new ReplyBufferPool());
+    runner.startClock(performance.now());
+    for (let start = from; start < held.length; ) {
+      const lf = held.indexOf(10, start);
+      runner.run(held, start, lf, out);
+      start = lf + 1;
+    }
+    const [b, c, nope] = engine.hints;
+    expect(engine.hints).toHaveLength(3);
+    expect(b).toBeGreaterThan(0);
+    expect(c).toBeGreaterThan(0);
+    expect(nope).toBe(0);
+  });
+
   it('a read of one line held for the turn\'s batch: the held reads get their hints too', () => {
     const engine = new RecordingEngine({ maxMemoryBytes: 1 << 26, evictionPolicy: 'lru' });
     for (const k of ['a', 'b']) engine.set(k, Buffer.from(`v${k}`).toString('base64'));
     const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 1 });
     const runner = new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' });
-    const at = [Buffer.from('GET a\n'), Buffer.from('GET b\n')].map((read) => runner.prefetchOrHold(read, read.length, true));
+    const at = [Buffer.from('GET a\n'), Buffer.from('GET b\n')].map((read) => (runner.scanRead(read, read.length) === 1 ? runner.holdRead(read, read.length) : -1));
     expect(at).toEqual([0, 6]);
     runner.prefetchHeld();
     const out = new ReplyBuffer(new ReplyBufferPool());

@@ -8,7 +8,7 @@ const CR = 13;
 const SPACE = 32;
 
 /**
- * Where the keys of the complete lines in buf[0, end) are, as a hint for prefetching:
+ * Where the keys of the complete lines in buf[from, end) are, as a hint for prefetching:
  * every command that names a key names it first (see the command table), so the key
  * guessed for a line is its second word. Nothing is validated: a line without a key, or a
  * malformed one, gives a range that names no key, which costs the engine a wasted lookup
@@ -16,17 +16,17 @@ const SPACE = 32;
  * incomplete line or after starts.length lines with a key-sized second word. Returns how
  * many ranges it wrote: line k's is [starts[k], ends[k]).
  *
- * `lineEnds`, when given, gets the LF of every line it passed, in order from buf[0] (as
+ * `lineEnds`, when given, gets the LF of every line it passed, in order from buf[from] (as
  * many as it has room for), for the framer of the same bytes (LineFramer.append): each is
  * the first LF after the one before, since no scan below goes past an LF.
  */
-export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends: Int32Array, lineEnds?: LineEnds): number {
+export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends: Int32Array, lineEnds?: LineEnds, from = 0): number {
   const max = starts.length;
   const lfs = lineEnds?.at;
   const maxLines = lfs === undefined ? 0 : lfs.length;
   let lines = 0;
   let count = 0;
-  let pos = 0;
+  let pos = from;
   while (pos < end && count < max) {
     let i = pos;
     while (i < end && buf[i] !== SPACE && buf[i] !== LF) i++;

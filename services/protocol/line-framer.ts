@@ -111,6 +111,19 @@ export class LineFramer {
     return this.#chunk !== null;
   }
 
+  /** The chunk being framed (null when all input is framed): its bytes [heldStart, heldEnd) are not delivered yet (the first may end a line begun in an earlier chunk). */
+  get heldChunk(): Buffer | null {
+    return this.#chunk;
+  }
+
+  get heldStart(): number {
+    return this.#pos;
+  }
+
+  get heldEnd(): number {
+    return this.#end;
+  }
+
   /**
    * Feeds a chunk, delivering every complete line in it. The sink may call `stop()`
    * from inside onLine (for QUIT), which ends delivery at once.

@@ -8,7 +8,7 @@ import type { Logger } from '../shared/logger.ts';
 import type { CommandRunner } from './command-runner.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
-import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from './store-metrics.ts';
+import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, TURN_BUDGET, type StoreMetrics } from './store-metrics.ts';
 import type { TurnScheduler, TurnWork } from './turn-scheduler.ts';
 
 /**
@@ -124,7 +124,7 @@ export class ClientConnection implements TurnWork {
     });
     socket.on('drain', () => {
       this.#activeAt = performance.now();
-      this.#pump(this.#activeAt, true);
+      this.#pump(this.#activeAt, true, true);
     });
     // The client is done sending (half-close): answer everything it sent, then end.
     socket.on('end', () => this.shutdown());
@@ -197,7 +197,10 @@ export class ClientConnection implements TurnWork {
   }
 
   resumeTurn(): void {
-    this.#pump(performance.now(), true);
+    const framer = this.#framer;
+    const held = framer.heldChunk;
+    if (held !== null && this.#state < CLOSING) this.#ctx.runner.prefetchLines(held, framer.heldStart, framer.heldEnd);
+    this.#pump(performance.now(), true, false);
   }
 
   /**
@@ -212,7 +215,8 @@ export class ClientConnection implements TurnWork {
       return; // after QUIT, an over-long line or shutdown the rest is read and dropped
     }
     const runner = this.#ctx.runner;
-    const at = runner.prefetchOrHold(buf, n, !this.#framer.hasUnframedInput);
+    const keys = runner.scanRead(buf, n);
+    const at = keys === 1 && !this.#framer.hasUnframedInput ? runner.holdRead(buf, n) : -1;
     if (at >= 0) {
       // A read of one command: run at the end of the turn, prefetched with the others'.
       // It is active from then (runHeldRead): no timer, so no idle sweep, runs before.
@@ -222,9 +226,24 @@ export class ClientConnection implements TurnWork {
     }
     const now = performance.now();
     this.#activeAt = now;
-    this.#framer.append(buf, 0, n, runner.lineEnds);
-    this.#pump(now, true);
+    const lineEnds = runner.lineEnds;
+    this.#framer.append(buf, 0, n, lineEnds);
+    // A read of many lines that finds the turn's time spent (or others in line) waits in
+    // line, its keys not yet prefetched (they are when it runs), and runs none of its lines
+    // now: a few of them would only make one more small write.
+    if (lineEnds.count > CLOCK_CHECK_LINES && !this.#ctx.turns.mayRun(now)) {
+      this.#waitInLine();
+    } else {
+      runner.prefetchRead(buf, keys);
+      this.#pump(now, true, true);
+    }
     this.#framer.ownHeldInput();
+  }
+
+  #waitInLine(): void {
+    this.#ctx.metrics.connectionYields[TURN_BUDGET]!++;
+    this.#ctx.turns.inLaterTurn(this);
+    this.#steerReading(); // it holds input: no more is read until that has run
   }
 
   /**
@@ -233,7 +252,7 @@ export class ClientConnection implements TurnWork {
    */
   runHeldRead(now: number): void {
     this.#activeAt = now;
-    this.#pump(now, false);
+    this.#pump(now, false, false);
     // What is left of it (the reply bound was reached) is copied: the held copy is reused next turn.
     this.#framer.ownHeldInput();
   }
@@ -241,13 +260,16 @@ export class ClientConnection implements TurnWork {
   /**
    * Runs held lines within the turn's budget and the reply bound; `now` is performance.now().
    * `startClock`: the first command's time runs from `now` (else from the last command's end).
+   * `fresh`: just read (or drained), not run from the line of waiting work: past its first
+   * CLOCK_CHECK_LINES lines it goes on only while the turn has time for it (TurnScheduler.mayRun).
    */
-  #pump(now: number, startClock: boolean): void {
+  #pump(now: number, startClock: boolean, fresh: boolean): void {
     if (this.#state >= CLOSING || this.socket.destroyed) return;
     if (this.#budget > 0 && this.#hasRoom()) {
+      const turns = this.#ctx.turns;
       if (startClock) this.#ctx.runner.startClock(now);
       const sliceEndsAt = now + this.#ctx.turnSliceMs;
-      let sliceSpent = false;
+      let stoppedBy = -1;
       // In runs of CLOCK_CHECK_LINES, reading the clock between them. A short run means the
       // framer had no more complete lines or the line handler stopped it (reply bound, QUIT).
       for (;;) {
@@ -255,15 +277,16 @@ export class ClientConnection implements TurnWork {
         const ran = this.#framer.deliver(run);
         this.#budget -= ran;
         if (ran < run || this.#budget === 0 || !this.#hasRoom()) break;
-        if (performance.now() >= sliceEndsAt) {
-          sliceSpent = true;
+        const t = performance.now();
+        stoppedBy = t >= sliceEndsAt ? TIME_SLICE : fresh && !turns.mayRun(t) ? TURN_BUDGET : -1;
+        if (stoppedBy >= 0) {
           this.#budget = 0; // the rest of the turn's budget too: held lines wait for a later turn
           break;
         }
       }
-      this.#ctx.turns.atEndOfTurn(this);
+      turns.atEndOfTurn(this);
       if (this.#framer.hasUnframedInput && this.#state < CLOSING) {
-        this.#ctx.metrics.connectionYields[sliceSpent ? TIME_SLICE : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
+        this.#ctx.metrics.connectionYields[stoppedBy >= 0 ? stoppedBy : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
       }
     }
     this.#steerReading();

@@ -41,7 +41,7 @@ export class CommandRunner {
   /** When the last command ended (or the current batch started), for command durations. */
   #lastTick = 0;
   /**
-   * The LFs of the lines of the last read prefetchOrHold() scanned, for the framer of that
+   * The LFs of the lines of the last read scanRead() scanned, for the framer of that
    * read (so the bytes of a line are searched for its LF once, not twice).
    */
   readonly lineEnds = new LineEnds(2 * PREFETCH_BATCH);
@@ -54,28 +54,46 @@ export class CommandRunner {
   }
 
   /**
-   * Input buf[0, n) has arrived: before its lines run one by one, the engine loads what
-   * their lookups will touch, all at once (StoreEngine.prefetch), and -1 is returned: run
-   * them now. A read of one command (a client that waits for each reply) has nothing to
-   * overlap with: when `mayHold` (the connection holds no earlier input), it is copied to
-   * heldInput[at, at + n) and `at` returned, to be run at the end of the turn
-   * (turn-scheduler.ts), after prefetchHeld() has prefetched the turn's one-line reads
-   * together (OneLineReads).
+   * Input buf[0, n) has arrived: finds the keys of its lines (and their LFs, lineEnds) and
+   * returns how many keys it found. Before lines run one by one, the engine loads what
+   * their lookups will touch, all at once (prefetchRead; StoreEngine.prefetch), which
+   * overlaps their cache misses. A read of one command (a client that waits for each
+   * reply) has nothing to overlap with: it may be held instead (holdRead) and run at the
+   * end of the turn (turn-scheduler.ts), after prefetchHeld() has prefetched the turn's
+   * one-line reads together (OneLineReads).
    */
-  prefetchOrHold(buf: Buffer, n: number, mayHold: boolean): number {
+  scanRead(buf: Buffer, n: number): number {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const keys = this.#readKeys;
     this.#batch = keys;
-    const count = scanKeys(buf, n, keys.starts, keys.ends, this.lineEnds);
-    if (count > 1) {
-      keys.prefetch(this.#engine, buf, count);
-      return -1;
-    }
-    keys.clear(); // buf holds a new read, and no batch
-    return count === 1 && mayHold ? this.#oneLineReads.hold(buf, n, keys.starts[0]!, keys.ends[0]!) : -1;
+    keys.clear(); // buf holds a new read, and no batch yet
+    return scanKeys(buf, n, keys.starts, keys.ends, this.lineEnds);
   }
 
-  /** The buffer of the held copies (prefetchOrHold). */
+  /** The read scanRead() just scanned, of one key, copied to heldInput[at, at + n): returns `at`, or -1 when the turn's batch is full (run it now). */
+  holdRead(buf: Buffer, n: number): number {
+    const keys = this.#readKeys;
+    return this.#oneLineReads.hold(buf, n, keys.starts[0]!, keys.ends[0]!);
+  }
+
+  /** Before the read scanRead() just scanned, with `keys` keys, runs: the engine loads what its lookups will touch. */
+  prefetchRead(buf: Buffer, keys: number): void {
+    if (keys > 1) this.#readKeys.prefetch(this.#engine, buf, keys);
+  }
+
+  /**
+   * Before held lines buf[start, end) run again in a later turn (the connection's budget
+   * or the turn's was spent): their keys are prefetched as a fresh read's are.
+   */
+  prefetchLines(buf: Buffer, start: number, end: number): void {
+    const keys = this.#readKeys;
+    this.#batch = keys;
+    const count = scanKeys(buf, end, keys.starts, keys.ends, undefined, start);
+    if (count > 1) keys.prefetch(this.#engine, buf, count);
+    else keys.clear();
+  }
+
+  /** The buffer of the held copies (holdRead). */
   get heldInput(): Buffer {
     return this.#oneLineReads.input;
   }
@@ -92,7 +110,7 @@ export class CommandRunner {
     return now;
   }
 
-  /** After they ran: the copies made by prefetchOrHold() are no longer valid. */
+  /** After they ran: the copies made by holdRead() are no longer valid. */
   releaseHeld(): void {
     this.#oneLineReads.release();
   }

@@ -24,13 +24,15 @@ export const reasonIndexOfParseError = (code: number): number => code - 1;
 export const LINE_TOO_LONG = PROTOCOL_ERROR_REASONS.indexOf('line_too_long');
 
 /** Why a connection stopped running commands before its input was used up (it continues later). */
-export const YIELD_REASONS = ['reply_bound', 'command_budget', 'time_slice'] as const;
+export const YIELD_REASONS = ['reply_bound', 'command_budget', 'time_slice', 'turn_budget'] as const;
 /** Its unsent replies reached the bound: it continues when the client has taken them. */
 export const REPLY_BOUND = 0;
 /** It ran its commands for this event-loop turn: it continues in a later turn. */
 export const COMMAND_BUDGET = 1;
 /** It ran for its time in this turn (commands slower than usual: code not yet optimised, a page fault): it continues in a later turn. */
 export const TIME_SLICE = 2;
+/** It read input when the turn's time for pipelined work was spent, or others were waiting for theirs: it runs it in a later turn, in line (turn-scheduler.ts). */
+export const TURN_BUDGET = 3;
 
 /** Upper bounds in seconds: 25 µs doubling to about 1.6 s (sub-millisecond resolution where commands live). */
 export const DURATION_BUCKETS: readonly number[] = Array.from({ length: 17 }, (_, k) => Number((0.000025 * 2 ** k).toPrecision(6)));
@@ -154,7 +156,7 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
 
   new ScrapeTimeMetric({
     name: 'kvstore_connection_yields_total',
-    help: 'Times a connection stopped running its pipelined commands to let others run: its unsent replies reached the bound (reply_bound), it used its commands for the turn (command_budget), or its time for the turn (time_slice).',
+    help: 'Times a connection stopped running its pipelined commands to let others run: its unsent replies reached the bound (reply_bound), it used its commands for the turn (command_budget), its time for the turn (time_slice), or it found the turn\'s time for pipelined work spent, or others waiting, and waited in line (turn_budget).',
     type: 'counter',
     registry,
     reset,

@@ -31,6 +31,8 @@ export interface StoreServerOptions {
   readonly exemptFromLimit?: (socket: Socket) => boolean;
   /** A connection's time budget per turn, ms (default TURN_SLICE_MS; a test may set 0). */
   readonly turnSliceMs?: number;
+  /** The time per turn for pipelined work, ms (default TURN_BUDGET_MS; a test may set 0). */
+  readonly turnBudgetMs?: number;
   /** Client sockets read and written through the native add-on (native-io.ts); without it, through Node. */
   readonly socketIo?: SocketIo | undefined;
 }
@@ -80,7 +82,7 @@ export class StoreServer {
       turnSliceMs: options.turnSliceMs ?? TURN_SLICE_MS,
       runner,
       replyPool: new ReplyBufferPool(options.socketIo),
-      turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }),
+      turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }, options.turnBudgetMs),
       metrics: options.metrics,
       logger: options.logger,
     };

@@ -39,6 +39,8 @@ export interface StoreDeps {
   readonly sweepIntervalMs?: number;
   /** A connection's time budget per event-loop turn, ms (default TURN_SLICE_MS): a test sets 0 to make every clock check yield. */
   readonly turnSliceMs?: number;
+  /** The time per event-loop turn for pipelined work, ms (default TURN_BUDGET_MS): a test sets 0 to make every other pipelining read wait in line. */
+  readonly turnBudgetMs?: number;
   /** How many of V8's background threads main.ts lowered in priority (background-thread-priority.ts), for the ready line. */
   readonly backgroundThreadsLowered?: number;
 }
@@ -156,6 +158,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     evictionPolicy: config.evictionPolicy,
     exemptFromLimit: isOwnProbe,
     turnSliceMs: deps.turnSliceMs,
+    turnBudgetMs: deps.turnBudgetMs,
     socketIo,
   });
   const tcp = server;

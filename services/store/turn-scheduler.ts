@@ -1,4 +1,16 @@
+import { performance } from 'node:perf_hooks';
 import { TurnEnd } from '../shared/turn-batcher.ts';
+
+/**
+ * The time (ms) a turn of the event loop gives pipelined work: once it is spent, no more
+ * connections start running their commands in that turn; they wait, in the order they
+ * came, for the next turns. One that starts runs its own slice to the end (a connection's
+ * own bounds: 256 commands or 1 ms, client-connection.ts), so a turn's pipelined work
+ * stays within about 3 ms however many clients pipeline at once. Without it a turn grew with
+ * their number (16 loaders with 256 commands in flight each: 2-8 ms turns; 200 clients
+ * flooding without reading: turns of up to 100 ms), and every other client waited for it.
+ */
+export const TURN_BUDGET_MS = 2;
 
 /** What a connection does at the turns of the event loop. */
 export interface TurnWork {
@@ -8,7 +20,7 @@ export interface TurnWork {
   endTurn(): void;
   /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.prefetchOrHold); `now` is what HeldReadsHooks.before() returned. */
   runHeldRead(now: number): void;
-  /** In a later turn: run the lines the per-turn budget held back. */
+  /** In a later turn: run the lines held back (its own budget for the turn was used, or the turn's was). */
   resumeTurn(): void;
 }
 
@@ -21,7 +33,7 @@ export interface HeldReadsHooks {
 }
 
 const ENDING = 1;
-const RESUMING = 2;
+const WAITING = 2;
 const HOLDING = 4;
 
 /**
@@ -71,46 +83,123 @@ class WorkQueue {
 }
 
 /**
+ * Work waiting for a later turn, first come first served: each turn end runs it from the
+ * head while the turn's budget lasts, and what it does not reach keeps its place. A ring
+ * that grows by doubling, so a turn makes no garbage.
+ */
+class WaitingQueue {
+  #ring: (TurnWork | undefined)[] = new Array<TurnWork | undefined>(16);
+  #head = 0;
+  #length = 0;
+
+  get length(): number {
+    return this.#length;
+  }
+
+  add(work: TurnWork): void {
+    if ((work.turnQueues & WAITING) !== 0) return;
+    work.turnQueues |= WAITING;
+    if (this.#length === this.#ring.length) this.#grow();
+    this.#ring[(this.#head + this.#length) & (this.#ring.length - 1)] = work;
+    this.#length++;
+  }
+
+  /** Runs up to `n` of the queued work from the head, each taken off first; `more()` is asked before each but the first. */
+  runFirst(n: number, run: (work: TurnWork) => void, more: () => boolean): void {
+    const ring = this.#ring;
+    for (let i = 0; i < n && this.#length > 0; i++) {
+      if (i > 0 && !more()) return;
+      const work = ring[this.#head]!;
+      ring[this.#head] = undefined; // no closed connection stays reachable from here
+      this.#head = (this.#head + 1) & (ring.length - 1);
+      this.#length--;
+      work.turnQueues &= ~WAITING;
+      run(work);
+    }
+  }
+
+  #grow(): void {
+    const old = this.#ring;
+    const ring = new Array<TurnWork | undefined>(old.length * 2);
+    for (let i = 0; i < this.#length; i++) ring[i] = old[(this.#head + i) & (old.length - 1)];
+    this.#ring = ring;
+    this.#head = 0;
+  }
+}
+
+/**
  * Gives connections hooks on the event loop: the end of the current turn (TurnEnd:
  * setImmediate runs after the poll phase has read every ready socket, so replies go out
  * together, as Redis writes in beforeSleep, and a client with many connections is woken
- * once, not per reply) and a later turn, for a connection that used up its budget: it
- * continues only after the next poll phase has served everyone else.
+ * once, not per reply) and a later turn, for a connection that used up its own budget or
+ * found the turn's spent (mayRun): it waits in line, and continues only after the next
+ * poll phase has read everyone else.
  *
  * A third, at the same turn end: the reads of one command that connections held for it
  * run there, together, between HeldReadsHooks' before() and after() (OneLineReads).
  *
- * It keeps its own lists rather than a TurnBatcher each: one turn end serves them all,
- * resumed work first, then the held reads, so their replies join those of the
- * connections read in the same turn. With a batcher each, two setImmediates could fall in
- * one check phase in either order, and a connection that ended its turn in the first
- * could resume in the second, before the next poll phase has served the others.
+ * A turn end runs the held reads first and writes the replies of everything read in the
+ * turn, then runs the waiting work (from the head of the line, within the turn's budget)
+ * and writes its replies: a client that sends one command at a time waits for the turn's
+ * reads, not for the pipelined work in line. It keeps its own lists rather than a
+ * TurnBatcher each: with a batcher each, two setImmediates could fall in one check phase
+ * in either order, and a connection that ended its turn in the first could resume in the
+ * second, before the next poll phase has read the others.
  */
 export class TurnScheduler {
   readonly #ending = new WorkQueue(ENDING);
-  readonly #resuming = new WorkQueue(RESUMING);
+  readonly #waiting = new WaitingQueue();
   readonly #holding = new WorkQueue(HOLDING);
   readonly #heldReads: HeldReadsHooks;
+  readonly #budgetMs: number;
   readonly #turnEnd = new TurnEnd(() => this.#run());
   /** The held reads' start time, for #runHeld. */
   #heldNow = 0;
+  /** performance.now() when the turn's pipelined work began, or -1 before any. */
+  #turnStartedAt = -1;
   // Made once: a closure per turn would be garbage per turn.
   readonly #resume = (w: TurnWork): void => w.resumeTurn(); // it joins #ending
   readonly #runHeld = (w: TurnWork): void => w.runHeldRead(this.#heldNow); // it joins #ending
   readonly #end = (w: TurnWork): void => w.endTurn(); // may ask for a later turn: served at the next turn end
+  readonly #budgetLeft = (): boolean => performance.now() - this.#turnStartedAt < this.#budgetMs;
 
-  constructor(heldReads: HeldReadsHooks) {
+  /** `budgetMs`: the turn's time for pipelined work (TURN_BUDGET_MS; a test may set 0: one connection's slice a turn). */
+  constructor(heldReads: HeldReadsHooks, budgetMs = TURN_BUDGET_MS) {
     this.#heldReads = heldReads;
+    this.#budgetMs = budgetMs;
+  }
+
+  /**
+   * May a connection run the commands it has just read (or may run again, its socket
+   * drained), at `now` (performance.now())? Not when others wait in line (they go first)
+   * nor once the turn's budget is spent: then it waits (inLaterTurn).
+   */
+  mayRun(now: number): boolean {
+    if (this.#waiting.length > 0) return false;
+    if (this.#turnStartedAt < 0) {
+      this.#turnStartedAt = now;
+      return true;
+    }
+    return now - this.#turnStartedAt < this.#budgetMs;
   }
 
   #run(): void {
-    if (this.#resuming.length > 0) this.#resuming.runEach(this.#resume);
+    // Only what waited before this turn end: what its first writes put in line waits for the next.
+    const waiting = this.#waiting.length;
     if (this.#holding.length > 0) {
       this.#heldNow = this.#heldReads.before();
       this.#holding.runEach(this.#runHeld);
       this.#heldReads.after();
     }
-    this.#ending.runEach(this.#end);
+    if (this.#ending.length > 0) this.#ending.runEach(this.#end);
+    if (waiting > 0) {
+      if (this.#turnStartedAt < 0) this.#turnStartedAt = performance.now();
+      // The head of the line runs whatever the poll phase spent, so every turn moves it on.
+      this.#waiting.runFirst(waiting, this.#resume, this.#budgetLeft);
+      if (this.#ending.length > 0) this.#ending.runEach(this.#end);
+    }
+    this.#turnStartedAt = -1;
+    if (this.#waiting.length > 0) this.#turnEnd.request();
   }
 
   atEndOfTurn(work: TurnWork): void {
@@ -124,8 +213,9 @@ export class TurnScheduler {
     this.#turnEnd.request();
   }
 
+  /** In line for a later turn (after the next poll phase), behind the work already waiting. */
   inLaterTurn(work: TurnWork): void {
-    this.#resuming.add(work);
+    this.#waiting.add(work);
     this.#turnEnd.request();
   }
 }
