@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { scanKeys } from '../services/protocol/key-scan.ts';
-import { indexOfLf, LineEnds, LineFramer } from '../services/protocol/line-framer.ts';
+import { indexOfLf, LineEnds, LineFramer, type HeldCopies } from '../services/protocol/line-framer.ts';
 
 interface Framed {
   lines: string[];
@@ -285,6 +285,79 @@ describe('indexOfLf: the LF search of the framer and the key scanner', () => {
   });
 });
 
+describe('held input copied into buffers lent by a pool (HeldCopies)', () => {
+  /** A pool that spoils every buffer given back, so a framer reading one after giving it frames garbage. */
+  class SpoilingPool implements HeldCopies {
+    readonly free: Buffer[] = [];
+    readonly lent = new Set<Buffer>();
+    takes = 0;
+    take(bytes: number): Buffer {
+      this.takes++;
+      const buf = this.free.pop() ?? Buffer.alloc(Math.max(bytes, 64));
+      const copy = buf.length >= bytes ? buf : Buffer.alloc(bytes);
+      this.lent.add(copy);
+      return copy;
+    }
+    give(buf: Buffer): void {
+      expect(this.lent.delete(buf)).toBe(true); // given once, and only what was lent
+      buf.fill(0x21);
+      this.free.push(buf);
+    }
+  }
+  const bytes = fc.array(fc.constantFrom(...Buffer.from('GET SET k v 0123 \n\n\r\r  ', 'latin1')), { maxLength: 60 });
+
+  it('frames as a framer with copies of its own does, gives every copy back once framed, and copies what it holds only once (property)', () => {
+    fc.assert(
+      fc.property(fc.array(bytes, { maxLength: 12 }), fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 40 }), (reads, budgets, maxLine) => {
+        const shared = Buffer.alloc(80);
+        const pool = new SpoilingPool();
+        const outs = { plain: [] as string[], pooled: [] as string[] };
+        // A line `k` stops the framer (as QUIT does) and is read only after: it is still the sink's then.
+        const make = (out: string[], copies?: HeldCopies) => {
+          const framer: LineFramer = new LineFramer(
+            maxLine,
+            {
+              onLine: (buf, st, e) => {
+                if (e - st === 1 && buf[st] === 0x6b) framer.stop();
+                out.push(buf.toString('latin1', st, e));
+              },
+              onOverflow: () => void out.push('<overflow>'),
+            },
+            copies,
+          );
+          return framer;
+        };
+        const plain = make(outs.plain);
+        const pooled = make(outs.pooled, pool);
+        let k = 0;
+        for (const read of reads) {
+          if (read.length === 0) continue;
+          shared.fill(0x0a);
+          shared.set(read);
+          for (const f of [plain, pooled]) {
+            f.append(shared, 0, read.length);
+            f.deliver(budgets[k % budgets.length]!);
+            f.ownHeldInput();
+          }
+          shared.fill(0x21); // the next read's bytes
+          const takes = pool.takes;
+          pooled.ownHeldInput(); // already its own copy: no second one
+          expect(pool.takes).toBe(takes);
+          k++;
+          for (const f of [plain, pooled]) f.deliver(budgets[k % budgets.length]!);
+        }
+        for (const f of [plain, pooled]) f.deliver(Infinity);
+        expect(outs.pooled).toEqual(outs.plain);
+        // Only a copy still being framed is out; after stop() none is.
+        expect(pool.lent.size).toBeLessThanOrEqual(pooled.hasUnframedInput ? 1 : 0);
+        pooled.stop();
+        expect(pool.lent.size).toBe(0);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
 describe('LineEnds: the LFs the key scan found, handed to the framer', () => {
   // The store scans each read for its keys (scanKeys) and hands the LFs it passed to the
   // framer of the same read, which then does not search for them again. Framing must be
@@ -300,7 +373,7 @@ describe('LineEnds: the LFs the key scan found, handed to the framer', () => {
   };
   const bytes = fc.array(fc.constantFrom(...b('GET SET k v 0123 \n\n\r\r  ')), { maxLength: 60 });
 
-  it('frames every read as it would without them (property)', () => {
+  it('frames every read as it would without them, held lines resumed with a scan of their own too (property)', () => {
     fc.assert(
       fc.property(
         fc.array(bytes, { maxLength: 12 }),
@@ -331,9 +404,18 @@ describe('LineEnds: the LFs the key scan found, handed to the framer', () => {
             lineEnds.at.fill(3); // the next scan's: wrong for what the framer holds
             lineEnds.count = lineEnds.at.length;
             k++;
-            // A later turn, without a read: held lines resume.
+            // A later turn, without a read: held lines resume, the hinted framer's with the
+            // LFs of a scan from where it stopped (the store's CommandRunner.prefetchLines).
             plain.framer.deliver(budgets[k % budgets.length]!);
+            const held = hinted.framer.heldChunk;
+            if (held !== null) {
+              scanKeys(held, hinted.framer.heldEnd, starts, ends, lineEnds, hinted.framer.heldStart);
+              hinted.framer.useLineEnds(lineEnds);
+            }
             hinted.framer.deliver(budgets[k % budgets.length]!);
+            hinted.framer.forgetLineEnds();
+            lineEnds.at.fill(3);
+            lineEnds.count = lineEnds.at.length;
           }
           plain.framer.deliver(Infinity);
           hinted.framer.deliver(Infinity);

@@ -71,9 +71,23 @@ export class LineEnds {
   }
 }
 
+/** Where a framer's copies of held input come from (ownHeldInput), and go back to once framed. */
+export interface HeldCopies {
+  /** A buffer of at least `bytes` bytes. */
+  take(bytes: number): Buffer;
+  /** A buffer take() gave, framed to its end: it may be handed out again. */
+  give(buf: Buffer): void;
+}
+
 export class LineFramer {
   readonly maxLineBytes: number;
   readonly #sink: LineSink;
+  readonly #copies: HeldCopies | undefined;
+  /** The framer's own copy that the chunk being framed is (ownHeldInput), or null: the chunk is the caller's. */
+  #copy: Buffer | null = null;
+  /** A copy framed to its end, or dropped, during deliver(): its last line may still be in the sink's hands, so it goes back when deliver() returns. */
+  #framedCopy: Buffer | null = null;
+  #delivering = false;
   /** The chunk being framed, its bytes [#pos, #end); null when all input is framed. */
   #chunk: Buffer | null = null;
   #pos = 0;
@@ -92,9 +106,11 @@ export class LineFramer {
   #known: LineEnds | null = null;
   #knownIndex = 0;
 
-  constructor(maxLineBytes: number, sink: LineSink) {
+  /** `copies`: where ownHeldInput's copies come from (default: a fresh buffer each, left to the collector). */
+  constructor(maxLineBytes: number, sink: LineSink, copies?: HeldCopies) {
     this.maxLineBytes = maxLineBytes;
     this.#sink = sink;
+    this.#copies = copies;
   }
 
   /** Bytes held for an incomplete line. */
@@ -122,6 +138,21 @@ export class LineFramer {
 
   get heldEnd(): number {
     return this.#end;
+  }
+
+  /**
+   * `lineEnds`: the LFs of the held chunk's next lines, from heldStart on (scanKeys from
+   * there), for the deliveries until forgetLineEnds(), as append's are for a new chunk.
+   */
+  useLineEnds(lineEnds: LineEnds): void {
+    if (this.#chunk === null) return;
+    this.#known = lineEnds;
+    this.#knownIndex = 0;
+  }
+
+  /** The LineEnds given are about to change: deliver() finds the LFs itself from here. */
+  forgetLineEnds(): void {
+    this.#known = null;
   }
 
   /**
@@ -160,6 +191,7 @@ export class LineFramer {
    */
   deliver(maxLines: number): number {
     let delivered = 0;
+    this.#delivering = true;
     while (delivered < maxLines && this.#chunk !== null && !this.#stopped && !this.#overflowed) {
       const chunk = this.#chunk;
       const pos = this.#pos;
@@ -168,13 +200,16 @@ export class LineFramer {
       const known = this.#known;
       const lf = known !== null && this.#knownIndex < known.count ? known.at[this.#knownIndex++]! : indexOfLf(chunk, pos, end);
       if (lf === -1) {
+        this.#hold(chunk, pos, end); // before the chunk (a copy of the framer's) is given back
         this.#nextChunk();
-        this.#hold(chunk, pos, end);
         continue;
       }
       let more: unknown;
       if (this.#pendingBytes > 0) {
-        if (this.#pendingBytes + lf - pos > this.maxLineBytes) return this.#overflow(), delivered;
+        if (this.#pendingBytes + lf - pos > this.maxLineBytes) {
+          this.#overflow();
+          break;
+        }
         this.#pending.push(chunk.subarray(pos, lf));
         const line = Buffer.concat(this.#pending, this.#pendingBytes + lf - pos);
         this.#pending = [];
@@ -182,32 +217,47 @@ export class LineFramer {
         this.#advance(lf + 1);
         more = this.#deliver(line, 0, line.length);
       } else {
-        if (lf - pos > this.maxLineBytes) return this.#overflow(), delivered;
+        if (lf - pos > this.maxLineBytes) {
+          this.#overflow();
+          break;
+        }
         this.#advance(lf + 1);
         more = this.#deliver(chunk, pos, lf);
       }
       delivered++;
       if (more === false) break;
     }
+    this.#delivering = false;
+    if (this.#framedCopy !== null) this.#giveBack();
     return delivered;
   }
 
   /**
    * Copies the input still held, so the caller may reuse the buffers it appended (a
-   * socket reading into one shared buffer). Costs nothing when everything was framed.
+   * socket reading into one shared buffer). Costs nothing when everything was framed, or
+   * when what is held is already the framer's copy.
    */
   ownHeldInput(): void {
     this.#known = null;
-    if (this.#chunk === null) return;
-    this.#chunk = Buffer.from(this.#chunk.subarray(this.#pos, this.#end));
-    this.#pos = 0;
-    this.#end = this.#chunk.length;
+    const chunk = this.#chunk;
+    if (chunk === null) return;
+    if (chunk !== this.#copy) {
+      const n = this.#end - this.#pos;
+      const copies = this.#copies;
+      const copy = copies === undefined ? Buffer.allocUnsafe(n) : copies.take(n);
+      chunk.copy(copy, 0, this.#pos, this.#end);
+      this.#copy = copy;
+      this.#chunk = copy;
+      this.#pos = 0;
+      this.#end = n;
+    }
     for (let i = 0; i < this.#queued.length; i++) this.#queued[i] = Buffer.from(this.#queued[i]!);
   }
 
   /** Stops delivering lines (the rest of the stream is dropped), e.g. after QUIT. */
   stop(): void {
     this.#stopped = true;
+    this.#retireCopy();
     this.#chunk = null;
     this.#queued = [];
     this.#pending = [];
@@ -221,6 +271,7 @@ export class LineFramer {
 
   #nextChunk(): void {
     this.#known = null;
+    this.#retireCopy();
     const next = this.#queued.length > 0 ? this.#queued.shift()! : null;
     this.#chunk = next;
     this.#pos = 0;
@@ -240,8 +291,24 @@ export class LineFramer {
     this.#pendingBytes += rest;
   }
 
+  /** The chunk is framed or dropped: the framer's copy of it goes back where it came from (once deliver() returns, if it runs). */
+  #retireCopy(): void {
+    if (this.#copy !== null) {
+      this.#framedCopy = this.#copy;
+      this.#copy = null;
+    }
+    if (!this.#delivering) this.#giveBack();
+  }
+
+  #giveBack(): void {
+    const copy = this.#framedCopy;
+    this.#framedCopy = null;
+    if (copy !== null) this.#copies?.give(copy);
+  }
+
   #overflow(): void {
     this.#overflowed = true;
+    this.#retireCopy();
     this.#chunk = null;
     this.#queued = [];
     this.#pending = [];

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 // The module's binding, not the global: `globalThis.performance` is a getter that V8 looks
 // up on every call (1-2% of a command at pipeline depth 16).
 import { performance } from 'node:perf_hooks';
-import { LineFramer } from '../protocol/line-framer.ts';
+import { LineFramer, type HeldCopies } from '../protocol/line-framer.ts';
 import { LINE_TOO_LONG_REPLY } from '../protocol/replies.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { CommandRunner } from './command-runner.ts';
@@ -56,6 +56,8 @@ export interface ConnectionContext {
   readonly turnSliceMs: number;
   readonly runner: CommandRunner;
   readonly replyPool: ReplyBufferPool;
+  /** Where the copies of input held past a read come from (one pool per server). */
+  readonly heldCopies: HeldCopies;
   readonly turns: TurnScheduler;
   readonly metrics: Pick<StoreMetrics, 'receivedBytes' | 'sentBytes' | 'protocolErrors' | 'connectionYields'>;
   readonly logger: Logger;
@@ -118,10 +120,14 @@ export class ClientConnection implements TurnWork {
     this.#reads = reads;
     this.#ctx = context;
     this.#replies = new ReplyBuffer(context.replyPool);
-    this.#framer = new LineFramer(context.maxLineBytes, {
-      onLine: (buf, start, end) => this.#onLine(buf, start, end),
-      onOverflow: () => this.#onOverflow(),
-    });
+    this.#framer = new LineFramer(
+      context.maxLineBytes,
+      {
+        onLine: (buf, start, end) => this.#onLine(buf, start, end),
+        onOverflow: () => this.#onOverflow(),
+      },
+      context.heldCopies,
+    );
     socket.on('drain', () => {
       this.#activeAt = performance.now();
       this.#pump(this.#activeAt, true, true);
@@ -199,8 +205,13 @@ export class ClientConnection implements TurnWork {
   resumeTurn(): void {
     const framer = this.#framer;
     const held = framer.heldChunk;
-    if (held !== null && this.#state < CLOSING) this.#ctx.runner.prefetchLines(held, framer.heldStart, framer.heldEnd);
+    if (held !== null && this.#state < CLOSING) {
+      const runner = this.#ctx.runner;
+      runner.prefetchLines(held, framer.heldStart, framer.heldEnd);
+      framer.useLineEnds(runner.lineEnds);
+    }
     this.#pump(performance.now(), true, false);
+    framer.forgetLineEnds(); // the runner's, refilled by the next read
   }
 
   /**

@@ -67,7 +67,7 @@ export class CommandRunner {
     const keys = this.#readKeys;
     this.#batch = keys;
     keys.clear(); // buf holds a new read, and no batch yet
-    return scanKeys(buf, n, keys.starts, keys.ends, this.lineEnds);
+    return scanKeys(buf, n, keys.starts, keys.ends, this.lineEnds, 0);
   }
 
   /** The read scanRead() just scanned, of one key, copied to heldInput[at, at + n): returns `at`, or -1 when the turn's batch is full (run it now). */
@@ -83,12 +83,13 @@ export class CommandRunner {
 
   /**
    * Before held lines buf[start, end) run again in a later turn (the connection's budget
-   * or the turn's was spent): their keys are prefetched as a fresh read's are.
+   * or the turn's was spent): their keys are prefetched as a fresh read's are, and their
+   * LFs are in lineEnds.
    */
   prefetchLines(buf: Buffer, start: number, end: number): void {
     const keys = this.#readKeys;
     this.#batch = keys;
-    const count = scanKeys(buf, end, keys.starts, keys.ends, undefined, start);
+    const count = scanKeys(buf, end, keys.starts, keys.ends, this.lineEnds, start);
     if (count > 1) keys.prefetch(this.#engine, buf, count);
     else keys.clear();
   }

@@ -10,6 +10,7 @@ import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer, type ReadReceiver } from './shared-read-buffer.ts';
 import type { StoreEngine } from './store-engine.ts';
 import type { StoreMetrics } from './store-metrics.ts';
+import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 
 export type { ConnectionFlow } from './client-connection.ts';
@@ -82,6 +83,7 @@ export class StoreServer {
       turnSliceMs: options.turnSliceMs ?? TURN_SLICE_MS,
       runner,
       replyPool: new ReplyBufferPool(options.socketIo),
+      heldCopies: new HeldInputPool(),
       turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }, options.turnBudgetMs),
       metrics: options.metrics,
       logger: options.logger,
