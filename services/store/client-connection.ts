@@ -92,10 +92,12 @@ export interface ConnectionReads {
  * turn, with the other connections' such reads: OneLineReads), and writes each turn's
  * replies with one socket.write. It stops running commands (and pauses reading; the framer keeps the input
  * it holds) when its unsent replies pass REPLY_BOUND_BYTES, until the socket drains, or
- * after COMMANDS_PER_TURN commands or TURN_SLICE_MS, until a later turn. So a client that
- * pipelines without reading holds the store to about one read of input and
- * REPLY_BOUND_BYTES plus one reply of output, and cannot keep the others waiting for more
- * than one budget.
+ * after COMMANDS_PER_TURN commands or TURN_SLICE_MS, until a later turn; and a read of many
+ * lines that finds the turn's time for pipelined work spent waits in line for a later
+ * turn without running (TurnScheduler.mayRun). So a client that pipelines without reading
+ * holds the store to about one read of input and REPLY_BOUND_BYTES plus one reply of
+ * output, and cannot keep the others waiting for more than one budget, nor can many such
+ * clients together make a turn much longer than TURN_BUDGET_MS.
  */
 export class ClientConnection implements TurnWork {
   readonly socket: Socket;
