@@ -119,11 +119,16 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
     }
   }
 
-  it('the hints the prefetch found, also to a GET whose key an earlier line deleted, which still gets NOT_FOUND', () => {
+  /** An engine holding keys `keys` (values v<key>) and a runner over it. */
+  const withKeys = (keys: string[]) => {
     const engine = new RecordingEngine({ maxMemoryBytes: 1 << 26, evictionPolicy: 'lru' });
-    for (const k of ['a', 'b', 'c']) engine.set(k, Buffer.from(`v${k}`).toString('base64'));
+    for (const k of keys) engine.set(k, Buffer.from(`v${k}`).toString('base64'));
     const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 1 });
-    const runner = new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' });
+    return { engine, runner: new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' }) };
+  };
+
+  it('the hints the prefetch found, also to a GET whose key an earlier line deleted, which still gets NOT_FOUND', () => {
+    const { engine, runner } = withKeys(['a', 'b', 'c']);
     const read = Buffer.from('GET a\nGET b\nDELETE a\nGET a\nPING\nGET c\nGET nope\n');
     const keys = runner.scanRead(read, read.length);
     expect(keys).toBe(6);
@@ -150,10 +155,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
   });
 
   it('lines held back to a later turn get their keys prefetched again when they resume, from where they stopped', () => {
-    const engine = new RecordingEngine({ maxMemoryBytes: 1 << 26, evictionPolicy: 'lru' });
-    for (const k of ['a', 'b', 'c']) engine.set(k, Buffer.from(`v${k}`).toString('base64'));
-    const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 1 });
-    const runner = new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' });
+    const { engine, runner } = withKeys(['a', 'b', 'c']);
     const held = Buffer.from('GET a\nGET b\nGET c\nGET nope\n');
     const from = held.indexOf('GET b');
     runner.prefetchLines(held, from, held.length);
@@ -172,10 +174,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
   });
 
   it('a read of one line held for the turn\'s batch: the held reads get their hints too', () => {
-    const engine = new RecordingEngine({ maxMemoryBytes: 1 << 26, evictionPolicy: 'lru' });
-    for (const k of ['a', 'b']) engine.set(k, Buffer.from(`v${k}`).toString('base64'));
-    const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 1 });
-    const runner = new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' });
+    const { engine, runner } = withKeys(['a', 'b']);
     const at = [Buffer.from('GET a\n'), Buffer.from('GET b\n')].map((read) => (runner.scanRead(read, read.length) === 1 ? runner.holdRead(read, read.length) : -1));
     expect(at).toEqual([0, 6]);
     runner.prefetchHeld();
