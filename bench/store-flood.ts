@@ -7,12 +7,13 @@
 //   node bench/store-flood.ts [--conns 200] [--gets 20000] [--value-size 1024] [--duration 5] [--store-dir .]
 //
 // --store-dir runs `node services/store/main.ts` from another checkout (to compare builds).
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
+import { rssOf, startFloodSampler } from './flood-sampler.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -80,26 +81,6 @@ const cpuOf = (pid: number): { user: number; sys: number } => {
   return { user: Number(f[11]) / 100, sys: Number(f[12]) / 100 };
 };
 
-const rssOf = (pid: number): number => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-};
-
-/** Bytes queued in the kernel on the flooders' connections: store send queues + client receive queues. */
-function kernelQueued(): { sendQ: number; recvQ: number } {
-  const out = execFileSync('ss', ['-tnH', 'state', 'established', `( sport = :${port} or dport = :${port} )`], { encoding: 'utf8' });
-  let sendQ = 0;
-  let recvQ = 0;
-  for (const line of out.split('\n')) {
-    const f = line.trim().split(/\s+/);
-    if (f.length < 4) continue;
-    const [rq, sq, local] = [Number(f[0]), Number(f[1]), f[2]!];
-    if (local.endsWith(`:${port}`)) sendQ += sq;
-    else recvQ += rq;
-  }
-  return { sendQ, recvQ };
-}
-
 const probe = await openWhenUp();
 probe.setNoDelay(true);
 await roundTrip(probe, `SET flood:value ${'v'.repeat(valueSize)}`);
@@ -118,20 +99,14 @@ for (const s of flooders) s.write(burst);
 
 const pings: number[] = [];
 const usages: number[] = [];
-let maxRss = 0;
-let maxKernel = { sendQ: 0, recvQ: 0 };
-const sampler = setInterval(() => {
-  maxRss = Math.max(maxRss, rssOf(store.pid!));
-  const k = kernelQueued();
-  if (k.sendQ + k.recvQ > maxKernel.sendQ + maxKernel.recvQ) maxKernel = k;
-}, 200);
+const sampler = startFloodSampler(store.pid!, port);
 const end = performance.now() + durationMs;
 for (let i = 0; performance.now() < end; i++) {
   if (i % 10 === 9) usages.push(await roundTrip(probe, 'USAGE'));
   else pings.push(await roundTrip(probe, 'PING'));
   await new Promise((r) => setTimeout(r, 10));
 }
-clearInterval(sampler);
+const peaks = await sampler.stop();
 const cpuAfter = cpuOf(store.pid!);
 const open_ = flooders.filter((s) => !s.destroyed && s.readyState === 'open').length;
 const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -151,10 +126,10 @@ console.log(
     pingWorstMs: +worst(pings).toFixed(1),
     usageWorstMs: +worst(usages).toFixed(1),
     rssBeforeMiB: +mib(rssBefore),
-    rssPeakMiB: +mib(maxRss),
-    kernelSendQMiB: +mib(maxKernel.sendQ),
-    kernelRecvQMiB: +mib(maxKernel.recvQ),
-    kernelPerConnKiB: Math.round((maxKernel.sendQ + maxKernel.recvQ) / conns / 1024),
+    rssPeakMiB: +mib(peaks.rss),
+    kernelSendQMiB: +mib(peaks.sendQ),
+    kernelRecvQMiB: +mib(peaks.recvQ),
+    kernelPerConnKiB: Math.round((peaks.sendQ + peaks.recvQ) / conns / 1024),
     storeUserCpuS: +(cpuAfter.user - cpuBefore.user).toFixed(2),
     storeSysCpuS: +(cpuAfter.sys - cpuBefore.sys).toFixed(2),
     floodersStillOpen: open_,
