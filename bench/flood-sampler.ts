@@ -38,7 +38,7 @@ export interface FloodPeaks {
   readonly recvQ: number;
 }
 
-/** Samples process `pid` and the connections to `port` until stop(), which resolves with the peaks. */
+/** Samples process `pid` and the connections to `port` until stop(), which takes a last sample and resolves with the peaks. */
 export function startFloodSampler(pid: number, port: number): { stop(): Promise<FloodPeaks> } {
   const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { floodSampler: { pid, port } } });
   return {
@@ -55,13 +55,15 @@ if (!isMainThread && (workerData as { floodSampler?: unknown } | undefined)?.flo
   const { pid, port } = (workerData as { floodSampler: { pid: number; port: number } }).floodSampler;
   let rss = 0;
   let kernel = { sendQ: 0, recvQ: 0 };
-  const timer = setInterval(() => {
+  const sample = (): void => {
     rss = Math.max(rss, rssOf(pid));
     const k = kernelQueued(port);
     if (k.sendQ + k.recvQ > kernel.sendQ + kernel.recvQ) kernel = k;
-  }, SAMPLE_MS);
+  };
+  const timer = setInterval(sample, SAMPLE_MS);
   parentPort!.once('message', () => {
     clearInterval(timer);
+    sample(); // the state at the stop is a sample too
     parentPort!.postMessage({ rss, ...kernel } satisfies FloodPeaks);
   });
 }
