@@ -207,7 +207,8 @@ export class ClientConnection implements TurnWork {
   resumeTurn(): void {
     const framer = this.#framer;
     const held = framer.heldChunk;
-    if (held !== null && this.#state < CLOSING) {
+    // Prefetched only if they run now: not when closing or when the socket is still full.
+    if (held !== null && this.#state < CLOSING && !this.socket.destroyed && this.#hasRoom()) {
       const runner = this.#ctx.runner;
       runner.prefetchLines(held, framer.heldStart, framer.heldEnd);
       framer.useLineEnds(runner.lineEnds);
