@@ -18,7 +18,7 @@ export interface TurnWork {
   turnQueues: number;
   /** At the end of the turn it had work in: write the replies built during it. */
   endTurn(): void;
-  /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.prefetchOrHold); `now` is what HeldReadsHooks.before() returned. */
+  /** At the end of the turn it read in, with the other held reads: run the read it held (CommandRunner.holdRead); `now` is what HeldReadsHooks.before() returned. */
   runHeldRead(now: number): void;
   /** In a later turn: run the lines held back (its own budget for the turn was used, or the turn's was). */
   resumeTurn(): void;
