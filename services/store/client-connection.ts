@@ -49,6 +49,12 @@ const CLOSING = 2;
 /** socket.end() called. */
 const ENDED = 3;
 
+/** How ClientConnection.#pump was reached: a read or a drained socket, the line of waiting work, the turn's held one-command reads. */
+type PumpFrom = typeof FRESH | typeof RESUMED | typeof HELD;
+const FRESH = 0;
+const RESUMED = 1;
+const HELD = 2;
+
 /** What a connection needs from the server: nothing of the server itself. */
 export interface ConnectionContext {
   readonly maxLineBytes: number;
@@ -132,7 +138,7 @@ export class ClientConnection implements TurnWork {
     );
     socket.on('drain', () => {
       this.#activeAt = performance.now();
-      this.#pump(this.#activeAt, true, true);
+      this.#pump(this.#activeAt, FRESH);
     });
     // The client is done sending (half-close): answer everything it sent, then end.
     socket.on('end', () => this.shutdown());
@@ -205,16 +211,7 @@ export class ClientConnection implements TurnWork {
   }
 
   resumeTurn(): void {
-    const framer = this.#framer;
-    const held = framer.heldChunk;
-    // Prefetched only if they run now: not when closing or when the socket is still full.
-    if (held !== null && this.#state < CLOSING && !this.socket.destroyed && this.#hasRoom()) {
-      const runner = this.#ctx.runner;
-      runner.prefetchLines(held, framer.heldStart, framer.heldEnd);
-      framer.useLineEnds(runner.lineEnds);
-    }
-    this.#pump(performance.now(), true, false);
-    framer.forgetLineEnds(); // the runner's, refilled by the next read
+    this.#pump(performance.now(), RESUMED);
   }
 
   /**
@@ -249,7 +246,7 @@ export class ClientConnection implements TurnWork {
       this.#waitInLine();
     } else {
       runner.prefetchRead(buf, keys);
-      this.#pump(now, true, true);
+      this.#pump(now, FRESH);
     }
     this.#framer.ownHeldInput();
   }
@@ -266,22 +263,30 @@ export class ClientConnection implements TurnWork {
    */
   runHeldRead(now: number): void {
     this.#activeAt = now;
-    this.#pump(now, false, false);
+    this.#pump(now, HELD);
     // What is left of it (the reply bound was reached) is copied: the held copy is reused next turn.
     this.#framer.ownHeldInput();
   }
 
   /**
    * Runs held lines within the turn's budget and the reply bound; `now` is performance.now().
-   * `startClock`: the first command's time runs from `now` (else from the last command's end).
-   * `fresh`: just read (or drained), not run from the line of waiting work: past its first
-   * CLOCK_CHECK_LINES lines it goes on only while the turn has time for it (TurnScheduler.mayRun).
+   * `from` (PumpFrom): a fresh read goes past its first CLOCK_CHECK_LINES lines only while
+   * the turn has time for it (TurnScheduler.mayRun); lines resumed from the line of waiting
+   * work get their keys prefetched first; a held read's first command's time runs from the
+   * last command's end, the others' from `now`.
    */
-  #pump(now: number, startClock: boolean, fresh: boolean): void {
+  #pump(now: number, from: PumpFrom): void {
     if (this.#state >= CLOSING || this.socket.destroyed) return;
     if (this.#budget > 0 && this.#hasRoom()) {
       const turns = this.#ctx.turns;
-      if (startClock) this.#ctx.runner.startClock(now);
+      const runner = this.#ctx.runner;
+      const framer = this.#framer;
+      const held = from === RESUMED ? framer.heldChunk : null;
+      if (held !== null) {
+        runner.prefetchLines(held, framer.heldStart, framer.heldEnd);
+        framer.useLineEnds(runner.lineEnds);
+      }
+      if (from !== HELD) runner.startClock(now);
       const sliceEndsAt = now + this.#ctx.turnSliceMs;
       let stoppedBy = -1;
       // In runs of CLOCK_CHECK_LINES, reading the clock between them. A short run means the
@@ -292,12 +297,13 @@ export class ClientConnection implements TurnWork {
         this.#budget -= ran;
         if (ran < run || this.#budget === 0 || !this.#hasRoom()) break;
         const t = performance.now();
-        stoppedBy = t >= sliceEndsAt ? TIME_SLICE : fresh && !turns.mayRun(t) ? TURN_BUDGET : -1;
+        stoppedBy = t >= sliceEndsAt ? TIME_SLICE : from === FRESH && !turns.mayRun(t) ? TURN_BUDGET : -1;
         if (stoppedBy >= 0) {
           this.#budget = 0; // the rest of the turn's budget too: held lines wait for a later turn
           break;
         }
       }
+      if (held !== null) framer.forgetLineEnds(); // the runner's, refilled by the next read
       turns.atEndOfTurn(this);
       if (this.#framer.hasUnframedInput && this.#state < CLOSING) {
         this.#ctx.metrics.connectionYields[stoppedBy >= 0 ? stoppedBy : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;

@@ -63,11 +63,7 @@ export class CommandRunner {
    * one-line reads together (OneLineReads).
    */
   scanRead(buf: Buffer, n: number): number {
-    // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
-    const keys = this.#readKeys;
-    this.#batch = keys;
-    keys.clear(); // buf holds a new read, and no batch yet
-    return scanKeys(buf, n, keys.starts, keys.ends, this.lineEnds, 0);
+    return this.#scan(buf, 0, n);
   }
 
   /** The read scanRead() just scanned, of one key, copied to heldInput[at, at + n): returns `at`, or -1 when the turn's batch is full (run it now). */
@@ -87,11 +83,16 @@ export class CommandRunner {
    * LFs are in lineEnds.
    */
   prefetchLines(buf: Buffer, start: number, end: number): void {
+    this.prefetchRead(buf, this.#scan(buf, start, end));
+  }
+
+  /** The keys (and LFs) of the lines in buf[start, end), as the batch to come; how many keys. */
+  #scan(buf: Buffer, start: number, end: number): number {
+    // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const keys = this.#readKeys;
     this.#batch = keys;
-    const count = scanKeys(buf, end, keys.starts, keys.ends, this.lineEnds, start);
-    if (count > 1) keys.prefetch(this.#engine, buf, count);
-    else keys.clear();
+    keys.clear(); // buf holds new lines, and no batch yet
+    return scanKeys(buf, end, keys.starts, keys.ends, this.lineEnds, start);
   }
 
   /** The buffer of the held copies (holdRead). */

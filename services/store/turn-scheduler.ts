@@ -38,15 +38,15 @@ const HOLDING = 4;
 
 /**
  * Work waiting for a turn end, in the order it was added, each at most once (its bit in
- * turnQueues says it is queued). Kept from turn to turn with a spare: runEach swaps the
- * queued work out first, so work added while it runs (a connection asking for a later
- * turn) waits for the next call, and neither array is made again (a fresh array each turn,
- * grown push by push, was a third of the store's garbage at pipeline depth 1).
+ * turnQueues says it is queued). A ring kept from turn to turn that grows by doubling, so
+ * a turn makes no garbage (a fresh array each turn, grown push by push, was a third of the
+ * store's garbage at pipeline depth 1). The line of waiting work runs from its head while
+ * the turn's budget lasts, and what it does not reach keeps its place.
  */
 class WorkQueue {
   readonly #flag: number;
-  #items: (TurnWork | undefined)[] = [];
-  #spare: (TurnWork | undefined)[] = [];
+  #ring: (TurnWork | undefined)[] = new Array<TurnWork | undefined>(16);
+  #head = 0;
   #length = 0;
 
   constructor(flag: number) {
@@ -60,60 +60,25 @@ class WorkQueue {
   add(work: TurnWork): void {
     if ((work.turnQueues & this.#flag) !== 0) return;
     work.turnQueues |= this.#flag;
-    this.#items[this.#length++] = work;
-  }
-
-  /** Calls `run` on each queued work in order, taking it off the queue first. */
-  runEach(run: (work: TurnWork) => void): void {
-    const items = this.#items;
-    const n = this.#length;
-    this.#items = this.#spare;
-    this.#spare = items;
-    this.#length = 0;
-    try {
-      for (let i = 0; i < n; i++) {
-        const work = items[i]!;
-        work.turnQueues &= ~this.#flag;
-        run(work);
-      }
-    } finally {
-      items.fill(undefined, 0, n); // no closed connection stays reachable from here
-    }
-  }
-}
-
-/**
- * Work waiting for a later turn, first come first served: each turn end runs it from the
- * head while the turn's budget lasts, and what it does not reach keeps its place. A ring
- * that grows by doubling, so a turn makes no garbage.
- */
-class WaitingQueue {
-  #ring: (TurnWork | undefined)[] = new Array<TurnWork | undefined>(16);
-  #head = 0;
-  #length = 0;
-
-  get length(): number {
-    return this.#length;
-  }
-
-  add(work: TurnWork): void {
-    if ((work.turnQueues & WAITING) !== 0) return;
-    work.turnQueues |= WAITING;
     if (this.#length === this.#ring.length) this.#grow();
     this.#ring[(this.#head + this.#length) & (this.#ring.length - 1)] = work;
     this.#length++;
   }
 
-  /** Runs up to `n` of the queued work from the head, each taken off first; `more()` is asked before each but the first. */
-  runFirst(n: number, run: (work: TurnWork) => void, more: () => boolean): void {
-    const ring = this.#ring;
+  /**
+   * Calls `run` on up to `n` of the queued work from the head (default: what is queued now,
+   * so work added meanwhile waits for the next call), each taken off first; `more()`, when
+   * given, is asked before each but the first.
+   */
+  runFirst(run: (work: TurnWork) => void, n = this.#length, more?: () => boolean): void {
     for (let i = 0; i < n && this.#length > 0; i++) {
-      if (i > 0 && !more()) return;
+      if (i > 0 && more !== undefined && !more()) return;
+      const ring = this.#ring;
       const work = ring[this.#head]!;
       ring[this.#head] = undefined; // no closed connection stays reachable from here
       this.#head = (this.#head + 1) & (ring.length - 1);
       this.#length--;
-      work.turnQueues &= ~WAITING;
+      work.turnQueues &= ~this.#flag;
       run(work);
     }
   }
@@ -148,7 +113,7 @@ class WaitingQueue {
  */
 export class TurnScheduler {
   readonly #ending = new WorkQueue(ENDING);
-  readonly #waiting = new WaitingQueue();
+  readonly #waiting = new WorkQueue(WAITING);
   readonly #holding = new WorkQueue(HOLDING);
   readonly #heldReads: HeldReadsHooks;
   readonly #budgetMs: number;
@@ -188,15 +153,15 @@ export class TurnScheduler {
     const waiting = this.#waiting.length;
     if (this.#holding.length > 0) {
       this.#heldNow = this.#heldReads.before();
-      this.#holding.runEach(this.#runHeld);
+      this.#holding.runFirst(this.#runHeld);
       this.#heldReads.after();
     }
-    if (this.#ending.length > 0) this.#ending.runEach(this.#end);
+    if (this.#ending.length > 0) this.#ending.runFirst(this.#end);
     if (waiting > 0) {
       if (this.#turnStartedAt < 0) this.#turnStartedAt = performance.now();
       // The head of the line runs whatever the poll phase spent, so every turn moves it on.
-      this.#waiting.runFirst(waiting, this.#resume, this.#budgetLeft);
-      if (this.#ending.length > 0) this.#ending.runEach(this.#end);
+      this.#waiting.runFirst(this.#resume, waiting, this.#budgetLeft);
+      if (this.#ending.length > 0) this.#ending.runFirst(this.#end);
     }
     this.#turnStartedAt = -1;
     if (this.#waiting.length > 0) this.#turnEnd.request();
