@@ -25,7 +25,7 @@ class StandIn implements TurnWork {
     this.log.push(`end ${this.name}`);
     if (this.again) {
       this.again = false;
-      this.turns().inLaterTurn(this);
+      this.turns().waitInLine(this);
     }
   }
 
@@ -48,25 +48,34 @@ function setUp(budgetMs: number) {
 }
 
 describe('TurnScheduler', () => {
-  it('the first pipelined work of a turn may run, more only within the turn’s budget, and none while work waits in line', async () => {
-    const { turns, work } = setUp(5);
-    expect(turns.mayRun(100)).toBe(true);
-    expect(turns.mayRun(104.9)).toBe(true);
-    expect(turns.mayRun(105)).toBe(false);
-    turns.atEndOfTurn(work('a'));
+  it('work put in line before a turn end runs at it; what the turn’s budget does not reach waits for the next, and is counted', async () => {
+    const left: number[] = [];
+    const log: string[] = [];
+    const turns = new TurnScheduler({ before: () => performance.now(), after: () => {} }, 0, (n) => left.push(n));
+    const [a, b, c] = ['a', 'b', 'c'].map((name) => new StandIn(name, () => turns, log));
+    turns.waitInLine(a!);
+    turns.waitInLine(b!);
+    turns.waitInLine(c!);
     await turnEnd();
-    expect(turns.mayRun(200)).toBe(true); // a new turn, a new budget
-    turns.inLaterTurn(work('b'));
-    expect(turns.mayRun(200)).toBe(false);
+    expect(log.splice(0)).toEqual(['resume a', 'end a']);
+    expect(left).toEqual([2]);
     await turnEnd();
-    expect(turns.mayRun(300)).toBe(true);
+    await turnEnd();
+    expect(log.splice(0)).toEqual(['resume b', 'end b', 'resume c', 'end c']);
+    expect(left).toEqual([2, 1]);
+    // A budget no stall of the machine uses up: the whole line runs, nothing is counted.
+    const roomy = new TurnScheduler({ before: () => performance.now(), after: () => {} }, 60_000, (n) => left.push(n));
+    for (const w of ['d', 'e'].map((name) => new StandIn(name, () => roomy, log))) roomy.waitInLine(w);
+    await turnEnd();
+    expect(log).toEqual(['resume d', 'resume e', 'end d', 'end e']);
+    expect(left).toEqual([2, 1]);
   });
 
   it('a turn end runs the held reads and writes every reply of the turn before the work in line runs', async () => {
     const { log, turns, work } = setUp(Infinity);
     const [a, b, h, r] = ['a', 'b', 'h', 'r'].map(work);
-    turns.inLaterTurn(a!);
-    turns.inLaterTurn(b!);
+    turns.waitInLine(a!);
+    turns.waitInLine(b!);
     turns.atEndOfTurn(r!); // ran in the poll phase
     turns.runHeldAtEndOfTurn(h!);
     await turnEnd();
@@ -75,10 +84,10 @@ describe('TurnScheduler', () => {
 
   it('work in line runs from the head: the first whatever the budget, the others while it lasts; the rest keep their places', async () => {
     const { log, turns, work } = setUp(0);
-    for (const w of ['a', 'b', 'c'].map(work)) turns.inLaterTurn(w);
+    for (const w of ['a', 'b', 'c'].map(work)) turns.waitInLine(w);
     await turnEnd();
     expect(log.splice(0)).toEqual(['resume a', 'end a']);
-    turns.inLaterTurn(work('d')); // behind those already in line
+    turns.waitInLine(work('d')); // behind those already in line
     await turnEnd();
     expect(log.splice(0)).toEqual(['resume b', 'end b']);
     await turnEnd();
@@ -93,9 +102,9 @@ describe('TurnScheduler', () => {
     const { log, turns, work } = setUp(Infinity);
     const [a, b] = ['a', 'b'].map(work);
     a!.again = true;
-    turns.inLaterTurn(a!);
-    turns.inLaterTurn(b!);
-    turns.inLaterTurn(a!);
+    turns.waitInLine(a!);
+    turns.waitInLine(b!);
+    turns.waitInLine(a!);
     await turnEnd();
     expect(log.splice(0)).toEqual(['resume a', 'resume b', 'end a', 'end b']);
     await turnEnd();
@@ -105,7 +114,7 @@ describe('TurnScheduler', () => {
   it('a long line grows and keeps its order', async () => {
     const { log, turns, work } = setUp(Infinity);
     const names = Array.from({ length: 100 }, (_, i) => `w${i}`);
-    for (const w of names.map(work)) turns.inLaterTurn(w);
+    for (const w of names.map(work)) turns.waitInLine(w);
     await turnEnd();
     expect(log.filter((l) => l.startsWith('resume'))).toEqual(names.map((n) => `resume ${n}`));
   });

@@ -8,7 +8,7 @@ import type { Logger } from '../shared/logger.ts';
 import type { CommandRunner } from './command-runner.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
-import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, TURN_BUDGET, type StoreMetrics } from './store-metrics.ts';
+import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from './store-metrics.ts';
 import type { TurnScheduler, TurnWork } from './turn-scheduler.ts';
 
 /**
@@ -95,12 +95,12 @@ export interface ConnectionReads {
 
 /**
  * One client connection: frames lines, runs them (a read of one command at the end of the
- * turn, with the other connections' such reads: OneLineReads), and writes each turn's
- * replies with one socket.write. It stops running commands (and pauses reading; the framer keeps the input
- * it holds) when its unsent replies pass REPLY_BOUND_BYTES, until the socket drains, or
- * after COMMANDS_PER_TURN commands or TURN_SLICE_MS, until a later turn; and a read of many
- * lines that finds the turn's time for pipelined work spent waits in line for a later
- * turn without running (TurnScheduler.mayRun). So a client that pipelines without reading
+ * turn, with the other connections' such reads: OneLineReads; a read of a few lines where
+ * it is read; a read of many in line at the end of the turn: TurnScheduler), and writes each
+ * turn's replies with one socket.write. It stops running commands (and pauses reading; the
+ * framer keeps the input it holds) when its unsent replies pass REPLY_BOUND_BYTES, until the
+ * socket drains, or after COMMANDS_PER_TURN commands or TURN_SLICE_MS, and waits in line
+ * again. So a client that pipelines without reading
  * holds the store to about one read of input and REPLY_BOUND_BYTES plus one reply of
  * output, and cannot keep the others waiting for more than one budget, nor can many such
  * clients together make a turn much longer than TURN_BUDGET_MS.
@@ -138,7 +138,9 @@ export class ClientConnection implements TurnWork {
     );
     socket.on('drain', () => {
       this.#activeAt = performance.now();
-      this.#pump(this.#activeAt, FRESH);
+      // Lines held back by the reply bound continue in line; with none, reading resumes.
+      if (this.#framer.hasUnframedInput && this.#state < CLOSING) this.#waitInLine();
+      else this.#steerReading();
     });
     // The client is done sending (half-close): answer everything it sent, then end.
     socket.on('end', () => this.shutdown());
@@ -206,7 +208,7 @@ export class ClientConnection implements TurnWork {
       return;
     }
     // Held lines continue in a later turn; if the socket is full, 'drain' resumes them.
-    if (held && this.#hasRoom()) this.#ctx.turns.inLaterTurn(this);
+    if (held && this.#hasRoom()) this.#ctx.turns.waitInLine(this);
     this.#steerReading();
   }
 
@@ -239,10 +241,9 @@ export class ClientConnection implements TurnWork {
     this.#activeAt = now;
     const lineEnds = runner.lineEnds;
     this.#framer.append(buf, 0, n, lineEnds);
-    // A read of many lines that finds the turn's time spent (or others in line) waits in
-    // line, its keys not yet prefetched (they are when it runs), and runs none of its lines
-    // now: a few of them would only make one more small write.
-    if (lineEnds.count > CLOCK_CHECK_LINES && !this.#ctx.turns.mayRun(now)) {
+    // A read of many lines waits in line for the turn end, its keys not yet prefetched
+    // (they are when it runs): the reads of one command held for the turn end go first.
+    if (lineEnds.count > CLOCK_CHECK_LINES) {
       this.#waitInLine();
     } else {
       runner.prefetchRead(buf, keys);
@@ -252,8 +253,7 @@ export class ClientConnection implements TurnWork {
   }
 
   #waitInLine(): void {
-    this.#ctx.metrics.connectionYields[TURN_BUDGET]!++;
-    this.#ctx.turns.inLaterTurn(this);
+    this.#ctx.turns.waitInLine(this);
     this.#steerReading(); // it holds input: no more is read until that has run
   }
 
@@ -270,10 +270,9 @@ export class ClientConnection implements TurnWork {
 
   /**
    * Runs held lines within the turn's budget and the reply bound; `now` is performance.now().
-   * `from` (PumpFrom): a fresh read goes past its first CLOCK_CHECK_LINES lines only while
-   * the turn has time for it (TurnScheduler.mayRun); lines resumed from the line of waiting
-   * work get their keys prefetched first; a held read's first command's time runs from the
-   * last command's end, the others' from `now`.
+   * `from` (PumpFrom): lines resumed from the line of waiting work get their keys
+   * prefetched first (a fresh read's were, a read of at most CLOCK_CHECK_LINES); a held
+   * read's first command's time runs from the last command's end, the others' from `now`.
    */
   #pump(now: number, from: PumpFrom): void {
     if (this.#state >= CLOSING || this.socket.destroyed) return;
@@ -297,7 +296,7 @@ export class ClientConnection implements TurnWork {
         this.#budget -= ran;
         if (ran < run || this.#budget === 0 || !this.#hasRoom()) break;
         const t = performance.now();
-        stoppedBy = t >= sliceEndsAt ? TIME_SLICE : from === FRESH && !turns.mayRun(t) ? TURN_BUDGET : -1;
+        stoppedBy = t >= sliceEndsAt ? TIME_SLICE : -1;
         if (stoppedBy >= 0) {
           this.#budget = 0; // the rest of the turn's budget too: held lines wait for a later turn
           break;

@@ -31,7 +31,7 @@ export const REPLY_BOUND = 0;
 export const COMMAND_BUDGET = 1;
 /** It ran for its time in this turn (commands slower than usual: code not yet optimised, a page fault): it continues in a later turn. */
 export const TIME_SLICE = 2;
-/** It read input when the turn's time for pipelined work was spent, or others were waiting for theirs: it runs it in a later turn, in line (turn-scheduler.ts). */
+/** It waited in line past a turn end whose time for pipelined work was spent before its place came: it runs at a later one (turn-scheduler.ts). */
 export const TURN_BUDGET = 3;
 
 /** Upper bounds in seconds: 25 µs doubling to about 1.6 s (sub-millisecond resolution where commands live). */
@@ -156,7 +156,7 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
 
   new ScrapeTimeMetric({
     name: 'kvstore_connection_yields_total',
-    help: 'Times a connection stopped running its pipelined commands to let others run: its unsent replies reached the bound (reply_bound), it used its commands for the turn (command_budget), its time for the turn (time_slice), or it found the turn\'s time for pipelined work spent, or others waiting, and waited in line (turn_budget).',
+    help: 'Times a connection stopped running its pipelined commands to let others run: its unsent replies reached the bound (reply_bound), it used its commands for the turn (command_budget), its time for the turn (time_slice), or it waited in line past a turn end that spent its time for pipelined work before its place came (turn_budget).',
     type: 'counter',
     registry,
     reset,

@@ -9,7 +9,7 @@ import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer, type ReadReceiver } from './shared-read-buffer.ts';
 import type { StoreEngine } from './store-engine.ts';
-import type { StoreMetrics } from './store-metrics.ts';
+import { TURN_BUDGET, type StoreMetrics } from './store-metrics.ts';
 import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 
@@ -84,7 +84,9 @@ export class StoreServer {
       runner,
       replyPool: new ReplyBufferPool(options.socketIo),
       heldCopies: new HeldInputPool(),
-      turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }, options.turnBudgetMs),
+      turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }, options.turnBudgetMs, (n) => {
+        options.metrics.connectionYields[TURN_BUDGET] += n;
+      }),
       metrics: options.metrics,
       logger: options.logger,
     };
