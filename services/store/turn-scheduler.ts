@@ -106,9 +106,9 @@ class WorkQueue {
  * every reply of the turn so far; the line of waiting work from its head, within the
  * turn's budget; and the writes of its replies. So a client that sends one command at a
  * time waits for at most the rest of the turn it sent in, never for the pipelined work
- * read with it: while 2 loaders filled 8,000,000 keys, the PING prober's p99.9 went from
- * 4.9-5.3 ms to 3.5-4.6 ms when pipelined reads stopped running in the poll phase (where
- * they went before the PINGs held for the turn end). It keeps its own lists rather than a
+ * read with it: while 2 loaders filled 2,000,000 keys, a PING every millisecond had a p99
+ * of 1.7-2.3 ms against 2.4-4.1 ms when pipelined reads ran in the poll phase (before the
+ * PINGs held for the turn end), docs/benchmarks.md. It keeps its own lists rather than a
  * TurnBatcher each: with a batcher each, two setImmediates could fall in one check phase in
  * either order, and a connection that ended its turn in the first could resume in the
  * second, before the next poll phase has read the others.
