@@ -1,12 +1,17 @@
 // Many clients that pipeline GETs of a 1 KB value and never read their replies, against a
 // store started as a child process; meanwhile one well-behaved client sends a PING (and
 // every tenth time a USAGE) and waits for the answer. Reports the worst and median
-// round trip of that client, the store's peak RSS, and what the kernel holds for the
+// round trip of that client (when, after the flood was written, the worst PING was sent,
+// and the worst of those sent a second or more after it), the store's peak RSS, and what the kernel holds for the
 // flooders (the store's send queues plus the flooders' receive queues, from `ss`).
 //
 //   node bench/store-flood.ts [--conns 200] [--gets 20000] [--value-size 1024] [--duration 5] [--store-dir .]
+//        [--trace-turns]
 //
 // --store-dir runs `node services/store/main.ts` from another checkout (to compare builds).
+// --trace-turns records the store's event-loop turns over the flood with `perf` (Linux,
+// root; bench/turn-trace.ts) and reports them as `turns`: how long the longest were, and
+// where their CPU went.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -14,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 import { rssOf, startFloodSampler } from './flood-sampler.ts';
+import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -22,8 +28,14 @@ const { values: opts } = parseArgs({
     'value-size': { type: 'string', default: '1024' },
     duration: { type: 'string', default: '5' },
     'store-dir': { type: 'string', default: fileURLToPath(new URL('..', import.meta.url)) },
+    'trace-turns': { type: 'boolean', default: false },
   },
 });
+const untraceable = opts['trace-turns'] ? turnTraceUnavailable() : undefined;
+if (untraceable !== undefined) {
+  console.error(`--trace-turns: ${untraceable}`);
+  process.exit(2);
+}
 const conns = Number(opts.conns);
 const gets = Number(opts.gets);
 const valueSize = Number(opts['value-size']);
@@ -94,19 +106,27 @@ for (let i = 0; i < conns; i++) {
   s.on('error', () => {}); // the store may cut a flooder off
   flooders.push(s);
 }
+const trace = opts['trace-turns'] ? await startTurnTrace(store.pid!) : undefined;
 // All at once, so the store finds every flooder's commands in the same turns.
 for (const s of flooders) s.write(burst);
 
 const pings: number[] = [];
 const usages: number[] = [];
+/** When each PING was sent, ms after the flood was written: whether the worst came with the first reads or later. */
+const pingSentAt: number[] = [];
 const sampler = startFloodSampler(store.pid!, port);
-const end = performance.now() + durationMs;
+const floodAt = performance.now();
+const end = floodAt + durationMs;
 for (let i = 0; performance.now() < end; i++) {
   if (i % 10 === 9) usages.push(await roundTrip(probe, 'USAGE'));
-  else pings.push(await roundTrip(probe, 'PING'));
+  else {
+    pingSentAt.push(performance.now() - floodAt);
+    pings.push(await roundTrip(probe, 'PING'));
+  }
   await new Promise((r) => setTimeout(r, 10));
 }
 const peaks = await sampler.stop();
+const turns = await trace?.stop();
 const cpuAfter = cpuOf(store.pid!);
 const open_ = flooders.filter((s) => !s.destroyed && s.readyState === 'open').length;
 const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -124,6 +144,9 @@ console.log(
     pings: pings.length,
     pingMedianMs: +mid(pings).toFixed(2),
     pingWorstMs: +worst(pings).toFixed(1),
+    pingWorstSentAtMs: Math.round(pingSentAt[pings.indexOf(worst(pings))] ?? 0),
+    // The first reads of the flood (its first turns, and this process writing it) apart.
+    pingWorstAfter1sMs: +worst(pings.filter((_, i) => pingSentAt[i]! >= 1000)).toFixed(1),
     usageWorstMs: +worst(usages).toFixed(1),
     rssBeforeMiB: +mib(rssBefore),
     rssPeakMiB: +mib(peaks.rss),
@@ -136,6 +159,7 @@ console.log(
     gets: metric('kvstore_commands_total{command="GET",result="ok"}'),
     sent: metric('kvstore_network_sent_bytes_total'),
     disconnects: metric('kvstore_output_limit_disconnects_total'),
+    turns,
   }),
 );
 for (const s of flooders) s.destroy();

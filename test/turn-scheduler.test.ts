@@ -10,6 +10,8 @@ class StandIn implements TurnWork {
   turnQueues = 0;
   /** Set to make its next endTurn put it in line again (lines left after its slice). */
   again = false;
+  /** How long (ms of the clock) its endTurn takes, as a large write would. */
+  endTakesMs = 0;
 
   readonly name: string;
   readonly turns: () => TurnScheduler;
@@ -23,6 +25,8 @@ class StandIn implements TurnWork {
 
   endTurn(): void {
     this.log.push(`end ${this.name}`);
+    const until = performance.now() + this.endTakesMs;
+    while (performance.now() < until); // busy, as a write(2) is
     if (this.again) {
       this.again = false;
       this.turns().waitInLine(this);
@@ -67,11 +71,11 @@ describe('TurnScheduler', () => {
     const roomy = new TurnScheduler({ before: () => performance.now(), after: () => {} }, 60_000, (n) => left.push(n));
     for (const w of ['d', 'e'].map((name) => new StandIn(name, () => roomy, log))) roomy.waitInLine(w);
     await turnEnd();
-    expect(log).toEqual(['resume d', 'resume e', 'end d', 'end e']);
+    expect(log).toEqual(['resume d', 'end d', 'resume e', 'end e']);
     expect(left).toEqual([2, 1]);
   });
 
-  it('a turn end runs the held reads and writes every reply of the turn before the work in line runs', async () => {
+  it('a turn end runs the held reads and writes every reply of the turn before the work in line runs, which writes each one’s as soon as it has run', async () => {
     const { log, turns, work } = setUp(Infinity);
     const [a, b, h, r] = ['a', 'b', 'h', 'r'].map(work);
     turns.waitInLine(a!);
@@ -79,7 +83,22 @@ describe('TurnScheduler', () => {
     turns.atEndOfTurn(r!); // ran in the poll phase
     turns.runHeldAtEndOfTurn(h!);
     await turnEnd();
-    expect(log).toEqual(['held h', 'end r', 'end h', 'resume a', 'resume b', 'end a', 'end b']);
+    expect(log).toEqual(['held h', 'end r', 'end h', 'resume a', 'end a', 'resume b', 'end b']);
+  });
+
+  it('the budget counts the writes of the work in line: one whose replies take long to write leaves the next waiting', async () => {
+    const left: number[] = [];
+    const log: string[] = [];
+    const turns = new TurnScheduler({ before: () => performance.now(), after: () => {} }, 3, (n) => left.push(n));
+    const [a, b] = ['a', 'b'].map((name) => new StandIn(name, () => turns, log));
+    a!.endTakesMs = 5; // its resume is quick: only its write uses up the budget
+    turns.waitInLine(a!);
+    turns.waitInLine(b!);
+    await turnEnd();
+    expect(log.splice(0)).toEqual(['resume a', 'end a']);
+    expect(left).toEqual([1]);
+    await turnEnd();
+    expect(log).toEqual(['resume b', 'end b']);
   });
 
   it('work in line runs from the head: the first whatever the budget, the others while it lasts; the rest keep their places', async () => {
@@ -106,7 +125,7 @@ describe('TurnScheduler', () => {
     turns.waitInLine(b!);
     turns.waitInLine(a!);
     await turnEnd();
-    expect(log.splice(0)).toEqual(['resume a', 'resume b', 'end a', 'end b']);
+    expect(log.splice(0)).toEqual(['resume a', 'end a', 'resume b', 'end b']);
     await turnEnd();
     expect(log.splice(0)).toEqual(['resume a', 'end a']);
   });
