@@ -1,9 +1,10 @@
 // Many clients that pipeline GETs of a 1 KB value and never read their replies, against a
-// store started as a child process; meanwhile one well-behaved client sends a PING (and
-// every tenth time a USAGE) and waits for the answer. Reports the worst and median
-// round trip of that client (when, after the flood was written, the worst PING was sent,
-// and the worst of those sent a second or more after it), the store's peak RSS, and what the kernel holds for the
-// flooders (the store's send queues plus the flooders' receive queues, from `ss`).
+// store started as a child process; meanwhile one well-behaved client, on a thread of its
+// own (bench/flood-prober.ts), sends a PING (and every tenth time a USAGE) and waits for
+// the answer. Reports the worst and median round trip of that client (when, after the
+// flood was written, the worst PING was sent, and the worst of those sent a second or more
+// after it), the store's peak RSS, and what the kernel holds for the flooders (the store's
+// send queues plus the flooders' receive queues, from `ss`).
 //
 //   node bench/store-flood.ts [--conns 200] [--gets 20000] [--value-size 1024] [--duration 5] [--store-dir .]
 //        [--trace-turns]
@@ -18,6 +19,7 @@ import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
+import { roundTrip, startFloodProber } from './flood-prober.ts';
 import { rssOf, startFloodSampler } from './flood-sampler.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
@@ -70,23 +72,6 @@ async function openWhenUp(): Promise<Socket> {
   }
 }
 
-/** One request, one reply line; resolves with the round trip in ms. */
-function roundTrip(s: Socket, line: string): Promise<number> {
-  return new Promise((resolve) => {
-    const t0 = performance.now();
-    let got = '';
-    const onData = (d: Buffer) => {
-      got += d.toString('latin1');
-      if (got.includes('\n')) {
-        s.off('data', onData);
-        resolve(performance.now() - t0);
-      }
-    };
-    s.on('data', onData);
-    s.write(line + '\n');
-  });
-}
-
 /** The process's user and system CPU seconds so far. */
 const cpuOf = (pid: number): { user: number; sys: number } => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -106,25 +91,17 @@ for (let i = 0; i < conns; i++) {
   s.on('error', () => {}); // the store may cut a flooder off
   flooders.push(s);
 }
+const prober = await startFloodProber(port);
 const trace = opts['trace-turns'] ? await startTurnTrace(store.pid!) : undefined;
 // All at once, so the store finds every flooder's commands in the same turns.
 for (const s of flooders) s.write(burst);
 
-const pings: number[] = [];
-const usages: number[] = [];
-/** When each PING was sent, ms after the flood was written: whether the worst came with the first reads or later. */
-const pingSentAt: number[] = [];
 const sampler = startFloodSampler(store.pid!, port);
-const floodAt = performance.now();
-const end = floodAt + durationMs;
-for (let i = 0; performance.now() < end; i++) {
-  if (i % 10 === 9) usages.push(await roundTrip(probe, 'USAGE'));
-  else {
-    pingSentAt.push(performance.now() - floodAt);
-    pings.push(await roundTrip(probe, 'PING'));
-  }
-  await new Promise((r) => setTimeout(r, 10));
-}
+const probed = prober.run(durationMs);
+const { pings: probes, usages } = await probed;
+const pings = probes.map((p) => p.ms);
+/** When each PING was sent, ms after the flood was written: whether the worst came with the first reads or later. */
+const pingSentAt = probes.map((p) => p.sentAtMs);
 const peaks = await sampler.stop();
 const turns = await trace?.stop();
 const cpuAfter = cpuOf(store.pid!);
@@ -132,9 +109,9 @@ const open_ = flooders.filter((s) => !s.destroyed && s.readyState === 'open').le
 const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
 const metric = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name)).join('; ');
 
-const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
-const mid = (a: number[]) => sorted(a)[a.length >> 1] ?? 0;
-const worst = (a: number[]) => Math.max(0, ...a);
+const sorted = (a: readonly number[]) => [...a].sort((x, y) => x - y);
+const mid = (a: readonly number[]) => sorted(a)[a.length >> 1] ?? 0;
+const worst = (a: readonly number[]) => Math.max(0, ...a);
 const mib = (n: number) => (n / 1048576).toFixed(1);
 console.log(
   JSON.stringify({
@@ -145,7 +122,7 @@ console.log(
     pingMedianMs: +mid(pings).toFixed(2),
     pingWorstMs: +worst(pings).toFixed(1),
     pingWorstSentAtMs: Math.round(pingSentAt[pings.indexOf(worst(pings))] ?? 0),
-    // The first reads of the flood (its first turns, and this process writing it) apart.
+    // The flood's first reads (its first turns) apart.
     pingWorstAfter1sMs: +worst(pings.filter((_, i) => pingSentAt[i]! >= 1000)).toFixed(1),
     usageWorstMs: +worst(usages).toFixed(1),
     rssBeforeMiB: +mib(rssBefore),
