@@ -104,14 +104,16 @@ class WorkQueue {
  * A turn end runs, in order: the reads of one command that connections held for it,
  * together, between HeldReadsHooks' before() and after() (OneLineReads); the writes of
  * every reply of the turn so far; and the line of waiting work from its head, each writing
- * its replies as soon as it has run, within the turn's budget. So a client that sends one command at a
- * time waits for at most the rest of the turn it sent in, never for the pipelined work
- * read with it: while 2 loaders filled 2,000,000 keys, a PING every millisecond had a p99
- * of 1.7-2.3 ms against 2.4-4.1 ms when pipelined reads ran in the poll phase (before the
- * PINGs held for the turn end), docs/benchmarks.md. It keeps its own lists rather than a
- * TurnBatcher each: with a batcher each, two setImmediates could fall in one check phase in
- * either order, and a connection that ended its turn in the first could resume in the
- * second, before the next poll phase has read the others.
+ * its replies as soon as it has run, within the turn's budget. So a client that sends one
+ * command at a time waits for at most the rest of the turn it sent in, never for the
+ * pipelined work read with it: while 2 loaders filled 2,000,000 keys, a PING every
+ * millisecond had a p99 of 1.7-2.3 ms against 2.4-4.1 ms when pipelined reads ran in the
+ * poll phase (before the PINGs held for the turn end), docs/benchmarks.md.
+ *
+ * It keeps its own lists rather than a TurnBatcher each: with a batcher each, two
+ * setImmediates could fall in one check phase in either order, and a connection that ended
+ * its turn in the first could resume in the second, before the next poll phase has read
+ * the others.
  */
 export class TurnScheduler {
   readonly #ending = new WorkQueue(ENDING);
@@ -127,9 +129,9 @@ export class TurnScheduler {
   #lineStartedAt = 0;
   // Made once: a closure per turn would be garbage per turn.
   // Each connection from the line writes its replies as soon as it has run, so the budget
-  // counts the writes too: a turn's writes cost as much as its commands when the replies
-  // are large (200 clients flooding GETs of a 1 KB value without reading: turns of 10-11 ms,
-  // mostly the kernel copying replies that were written after the line had used its 2 ms).
+  // counts the writes too: they cost as much as the commands when the replies are large
+  // (200 clients flooding GETs of a 1 KB value without reading: turns of 10-11 ms, mostly
+  // the kernel copying replies that were written after the line had used its 2 ms).
   readonly #resume = (w: TurnWork): void => {
     w.resumeTurn(); // it joins #ending
     this.#ending.runFirst(this.#end);
