@@ -2,7 +2,8 @@
 //
 //   node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes 100]
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
-//        [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."]
+//        [--kvload <path>] [--prober-nice N] [--server-nice N] [--server-cpus L --client-cpus L]
+//        [--store-node-args="..."]
 //        [--trace-turns] [--rounds N]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
@@ -29,6 +30,11 @@
 //                 prober at normal priority waits for a core too, and its worst round trip
 //                 is partly its own scheduling; raised, it measures the server's delay.
 //                 Reports the nice value it got (or "unchanged") and p99/p99.9 per phase.
+//   --server-nice N  runs the server's serving thread (the process's main thread: the
+//                 store's event loop, Redis's) at nice N (root for below 0); the other
+//                 threads keep theirs. With the loader and the prober on the same two
+//                 cores, the server then waits less for a core: what is left of a worst
+//                 round trip is the server's own work and the machine's steal.
 //   --server-cpus L --client-cpus L  pins the server (every thread of it, with taskset)
 //                 to the CPUs in list L and this process (loader, prober) and kvload to
 //                 the others: a server given one core, as a container with a CPU limit of 1.
@@ -186,6 +192,7 @@ async function main(): Promise<void> {
       target: { type: 'string', default: 'kvstack' },
       kvload: { type: 'string' },
       'prober-nice': { type: 'string' },
+      'server-nice': { type: 'string' },
       'server-cpus': { type: 'string' },
       'client-cpus': { type: 'string' },
       'store-node-args': { type: 'string' },
@@ -195,7 +202,7 @@ async function main(): Promise<void> {
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--rounds N]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--rounds N]');
     return;
   }
   const mode = opts.mode;
@@ -216,7 +223,8 @@ async function main(): Promise<void> {
     ttl: count('ttl', opts.ttl),
     conns: count('conns', opts.conns),
     batch: count('batch', opts.batch),
-    proberNice: niceOption(opts['prober-nice']),
+    proberNice: niceOption('prober-nice', opts['prober-nice']),
+    serverNice: niceOption('server-nice', opts['server-nice']),
     traceTurns: opts['trace-turns'],
   };
   const untraceable = settings.traceTurns ? turnTraceUnavailable() : undefined;
@@ -253,6 +261,8 @@ async function runTarget(t: string, mode: string, settings: Settings, storeNodeA
   const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots, storeNodeArgs);
   try {
     if (serverCpus !== undefined) pinCpus(server.child.pid!, serverCpus);
+    // The thread whose id is the pid: the main thread only (setpriority on Linux).
+    if (settings.serverNice !== undefined) setPriority(server.child.pid!, settings.serverNice);
     const result = await measure(server, settings);
     const pinned = serverCpus === undefined ? {} : { serverCpus, clientCpus };
     const nodeArgs = t === 'redis' || storeNodeArgs.length === 0 ? {} : { storeNodeArgs };
@@ -371,13 +381,14 @@ interface Settings {
   readonly conns: number;
   readonly batch: number;
   readonly proberNice: number | undefined;
+  readonly serverNice: number | undefined;
   readonly traceTurns: boolean;
 }
 
-function niceOption(text: string | undefined): number | undefined {
+function niceOption(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < -20 || n > 19) throw new Error(`--prober-nice must be an integer from -20 to 19, got ${text}`);
+  if (!Number.isInteger(n) || n < -20 || n > 19) throw new Error(`--${name} must be an integer from -20 to 19, got ${text}`);
   return n;
 }
 
