@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { COMMAND_TABLE } from '../services/protocol/command-table.ts';
 import { OK, ParsedCommand, parseCommand } from '../services/protocol/command-parser.ts';
 import { scanKeys } from '../services/protocol/key-scan.ts';
+import { LineEnds } from '../services/protocol/line-framer.ts';
 import { MAX_KEY_BYTES } from '../services/protocol/limits.ts';
 
 const scan = (text: string | Buffer, max = 64, end?: number): string[] => {
@@ -28,6 +29,19 @@ describe('scanKeys', () => {
     const buf = Buffer.from('GET a\nSET b xyz\nGET c\n', 'latin1');
     expect(scan(buf, 64, buf.indexOf('xyz'))).toEqual(['a']);
     expect(scan(buf, 64, buf.indexOf('GET c'))).toEqual(['a', 'b']);
+  });
+
+  it('stops early once it has passed enough lines with enough keys, and not before both', () => {
+    const buf = Buffer.from('GET a\nPING\nGET b\nGET c\nGET d\n', 'latin1');
+    const starts = new Int32Array(8);
+    const ends = new Int32Array(8);
+    const lineEnds = new LineEnds(8);
+    expect(scanKeys(buf, buf.length, starts, ends, lineEnds, 0, { lines: 2, keys: 2 })).toBe(2); // a, b: three lines for two keys
+    expect(lineEnds.count).toBe(3);
+    expect(scanKeys(buf, buf.length, starts, ends, lineEnds, 0, { lines: 4, keys: 1 })).toBe(3);
+    expect(lineEnds.count).toBe(4);
+    expect(scanKeys(buf, buf.length, starts, ends, lineEnds, 0, { lines: 2, keys: 9 })).toBe(4); // never two keys enough: all of it
+    expect(lineEnds.count).toBe(5);
   });
 
   it('starts where it is told (lines held back from an earlier turn), ranges still counted from the buffer\'s start', () => {

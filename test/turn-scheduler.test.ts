@@ -44,19 +44,17 @@ class StandIn implements TurnWork {
   }
 }
 
-function setUp(budgetMs: number) {
-  const log: string[] = [];
-  const turns = new TurnScheduler({ before: () => performance.now(), after: () => {} }, budgetMs);
+/** A scheduler with the given budget; `left` gets what each turn end left waiting (leftWaiting). */
+function setUp(budgetMs: number, log: string[] = [], left: number[] = []) {
+  const turns = new TurnScheduler({ before: () => performance.now(), after: () => {} }, budgetMs, (n) => left.push(n));
   const work = (name: string) => new StandIn(name, () => turns, log);
-  return { log, turns, work };
+  return { log, left, turns, work };
 }
 
 describe('TurnScheduler', () => {
   it('work put in line before a turn end runs at it; what the turn’s budget does not reach waits for the next, and is counted', async () => {
-    const left: number[] = [];
-    const log: string[] = [];
-    const turns = new TurnScheduler({ before: () => performance.now(), after: () => {} }, 0, (n) => left.push(n));
-    const [a, b, c] = ['a', 'b', 'c'].map((name) => new StandIn(name, () => turns, log));
+    const { log, left, turns, work } = setUp(0);
+    const [a, b, c] = ['a', 'b', 'c'].map(work);
     turns.waitInLine(a!);
     turns.waitInLine(b!);
     turns.waitInLine(c!);
@@ -68,8 +66,8 @@ describe('TurnScheduler', () => {
     expect(log.splice(0)).toEqual(['resume b', 'end b', 'resume c', 'end c']);
     expect(left).toEqual([2, 1]);
     // A budget no stall of the machine uses up: the whole line runs, nothing is counted.
-    const roomy = new TurnScheduler({ before: () => performance.now(), after: () => {} }, 60_000, (n) => left.push(n));
-    for (const w of ['d', 'e'].map((name) => new StandIn(name, () => roomy, log))) roomy.waitInLine(w);
+    const roomy = setUp(60_000, log, left);
+    for (const w of ['d', 'e'].map(roomy.work)) roomy.turns.waitInLine(w);
     await turnEnd();
     expect(log).toEqual(['resume d', 'end d', 'resume e', 'end e']);
     expect(left).toEqual([2, 1]);
@@ -87,10 +85,8 @@ describe('TurnScheduler', () => {
   });
 
   it('the budget counts the writes of the work in line: one whose replies take long to write leaves the next waiting', async () => {
-    const left: number[] = [];
-    const log: string[] = [];
-    const turns = new TurnScheduler({ before: () => performance.now(), after: () => {} }, 3, (n) => left.push(n));
-    const [a, b] = ['a', 'b'].map((name) => new StandIn(name, () => turns, log));
+    const { log, left, turns, work } = setUp(3);
+    const [a, b] = ['a', 'b'].map(work);
     a!.endTakesMs = 5; // its resume is quick: only its write uses up the budget
     turns.waitInLine(a!);
     turns.waitInLine(b!);

@@ -7,6 +7,12 @@ const LF = 10;
 const CR = 13;
 const SPACE = 32;
 
+/** Where a scan may stop early: once it has passed `lines` lines and found `keys` keys, what it would find next is not needed. */
+export interface ScanEnough {
+  readonly lines: number;
+  readonly keys: number;
+}
+
 /**
  * Where the keys of the complete lines in buf[from, end) are, as a hint for prefetching:
  * every command that names a key names it first (see the command table), so the key
@@ -18,16 +24,21 @@ const SPACE = 32;
  *
  * `lineEnds`, when given, gets the LF of every line it passed, in order from buf[from] (as
  * many as it has room for), for the framer of the same bytes (LineFramer.append): each is
- * the first LF after the one before, since no scan below goes past an LF.
+ * the first LF after the one before, since no scan below goes past an LF. `enough`, when
+ * given, ends the scan early (ScanEnough).
  */
-export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends: Int32Array, lineEnds?: LineEnds, from = 0): number {
+export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends: Int32Array, lineEnds?: LineEnds, from = 0, enough?: ScanEnough): number {
   const max = starts.length;
   const lfs = lineEnds?.at;
   const maxLines = lfs === undefined ? 0 : lfs.length;
+  const enoughLines = enough === undefined ? Infinity : enough.lines;
+  const enoughKeys = enough === undefined ? 0 : enough.keys;
   let lines = 0;
+  let passed = 0;
   let count = 0;
   let pos = from;
-  while (pos < end && count < max) {
+  while (pos < end && count < max && (passed < enoughLines || count < enoughKeys)) {
+    passed++;
     let i = pos;
     while (i < end && buf[i] !== SPACE && buf[i] !== LF) i++;
     if (i >= end) break;

@@ -33,6 +33,14 @@ export const COMMANDS_PER_TURN = 256;
 export const TURN_SLICE_MS = 1;
 export const CLOCK_CHECK_LINES = 16;
 /**
+ * Where the scan of a read may stop: past CLOCK_CHECK_LINES lines with two keys the read
+ * is neither held (one key) nor run where it is read (a few lines): it waits in line, and
+ * its lines are scanned again when they run (CommandRunner.prefetchLines), so scanning
+ * the rest now would be done twice.
+ */
+const PIPELINE_SEEN = { lines: CLOCK_CHECK_LINES + 1, keys: 2 } as const;
+
+/**
  * After QUIT, `line too long`, the client's FIN, shutdown or a refusal the socket is
  * ended; a peer that keeps its side open this long after the last reply is cut off.
  */
@@ -228,7 +236,7 @@ export class ClientConnection implements TurnWork {
       return; // after QUIT, an over-long line or shutdown the rest is read and dropped
     }
     const runner = this.#ctx.runner;
-    const keys = runner.scanRead(buf, n);
+    const keys = runner.scanRead(buf, n, PIPELINE_SEEN);
     const at = keys === 1 && !this.#framer.hasUnframedInput ? runner.holdRead(buf, n) : -1;
     if (at >= 0) {
       // A read of one command: run at the end of the turn, prefetched with the others'.
@@ -287,7 +295,7 @@ export class ClientConnection implements TurnWork {
       }
       if (from !== HELD) runner.startClock(now);
       const sliceEndsAt = now + this.#ctx.turnSliceMs;
-      let stoppedBy = -1;
+      let sliceSpent = false;
       // In runs of CLOCK_CHECK_LINES, reading the clock between them. A short run means the
       // framer had no more complete lines or the line handler stopped it (reply bound, QUIT).
       for (;;) {
@@ -295,9 +303,8 @@ export class ClientConnection implements TurnWork {
         const ran = this.#framer.deliver(run);
         this.#budget -= ran;
         if (ran < run || this.#budget === 0 || !this.#hasRoom()) break;
-        const t = performance.now();
-        stoppedBy = t >= sliceEndsAt ? TIME_SLICE : -1;
-        if (stoppedBy >= 0) {
+        if (performance.now() >= sliceEndsAt) {
+          sliceSpent = true;
           this.#budget = 0; // the rest of the turn's budget too: held lines wait for a later turn
           break;
         }
@@ -305,7 +312,7 @@ export class ClientConnection implements TurnWork {
       if (held !== null) framer.forgetLineEnds(); // the runner's, refilled by the next read
       turns.atEndOfTurn(this);
       if (this.#framer.hasUnframedInput && this.#state < CLOSING) {
-        this.#ctx.metrics.connectionYields[stoppedBy >= 0 ? stoppedBy : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
+        this.#ctx.metrics.connectionYields[sliceSpent ? TIME_SLICE : this.#budget === 0 ? COMMAND_BUDGET : REPLY_BOUND]!++;
       }
     }
     this.#steerReading();

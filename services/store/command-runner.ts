@@ -4,7 +4,7 @@ import { DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, 
 import {
   BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
 } from '../protocol/replies.ts';
-import { scanKeys } from '../protocol/key-scan.ts';
+import { scanKeys, type ScanEnough } from '../protocol/key-scan.ts';
 import { LineEnds } from '../protocol/line-framer.ts';
 import { OneLineReads } from './one-line-reads.ts';
 import { PrefetchedKeys } from './prefetched-keys.ts';
@@ -55,15 +55,15 @@ export class CommandRunner {
 
   /**
    * Input buf[0, n) has arrived: finds the keys of its lines (and their LFs, lineEnds) and
-   * returns how many keys it found. Before lines run one by one, the engine loads what
+   * returns how many keys it found (up to `enough`, when given: scanKeys). Before lines run one by one, the engine loads what
    * their lookups will touch, all at once (prefetchRead; StoreEngine.prefetch), which
    * overlaps their cache misses. A read of one command (a client that waits for each
    * reply) has nothing to overlap with: it may be held instead (holdRead) and run at the
    * end of the turn (turn-scheduler.ts), after prefetchHeld() has prefetched the turn's
    * one-line reads together (OneLineReads).
    */
-  scanRead(buf: Buffer, n: number): number {
-    return this.#scan(buf, 0, n);
+  scanRead(buf: Buffer, n: number, enough?: ScanEnough): number {
+    return this.#scan(buf, 0, n, enough);
   }
 
   /** The read scanRead() just scanned, of one key, copied to heldInput[at, at + n): returns `at`, or -1 when the turn's batch is full (run it now). */
@@ -87,12 +87,12 @@ export class CommandRunner {
   }
 
   /** The keys (and LFs) of the lines in buf[start, end), as the batch to come; how many keys. */
-  #scan(buf: Buffer, start: number, end: number): number {
+  #scan(buf: Buffer, start: number, end: number, enough?: ScanEnough): number {
     // A pipeline deeper than PREFETCH_BATCH gets its first lines prefetched.
     const keys = this.#readKeys;
     this.#batch = keys;
     keys.clear(); // buf holds new lines, and no batch yet
-    return scanKeys(buf, end, keys.starts, keys.ends, this.lineEnds, start);
+    return scanKeys(buf, end, keys.starts, keys.ends, this.lineEnds, start, enough);
   }
 
   /** The buffer of the held copies (holdRead). */
