@@ -4,7 +4,7 @@
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
 //        [--kvload <path>] [--prober-nice N] [--server-nice N] [--server-cpus L --client-cpus L]
 //        [--store-node-args="..."]
-//        [--trace-turns] [--rounds N]
+//        [--trace-turns] [--trace-steal] [--rounds N]
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
@@ -44,6 +44,14 @@
 //                 and how much CPU they held, and how many long turns had a stretch the
 //                 hypervisor took. Reported as `turns` (the store only; Redis's loop is not
 //                 traced).
+//   --trace-steal  records every CPU with `perf` over the measured phases (bench/thread-steal.ts;
+//                 Linux, root) to find the stretches the hypervisor stopped the server's
+//                 serving thread or the prober's thread, and reports each phase's round trips
+//                 again with those stretches taken out (`lessSteal`): what is left is the
+//                 server's own delay, and the machine's that the trace cannot see (steal on
+//                 the other CPU, a thread waiting for a core, a halted CPU woken late).
+//                 Also `serverPreemptedBy`: the threads that had the serving thread's CPU
+//                 while it was ready to run, and for how long. Both servers alike.
 //   --rounds N    runs every target N times, in turn (default 1), and ends with a table of
 //                 the measured phase's figures (load, sweep or overwrite): medians with
 //                 their ranges over all rounds, and over the quiet ones, those in which no
@@ -72,11 +80,14 @@ import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 import { stealStopwatch } from './process-cpu.ts';
 import { renderStallRounds, type StallPhase } from './stall-rounds.ts';
+import { coveredMs, lessStolen, startStealTrace, stealTraceUnavailable, type Stretch } from './thread-steal.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
 const OVERWRITE_SECONDS = 8;
 const nowMs = (): number => performance.timeOrigin + performance.now();
+/** CLOCK_MONOTONIC in ms: the clock `perf record -k CLOCK_MONOTONIC` stamps its events with. */
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 interface PhaseStats {
   pings: number;
@@ -103,6 +114,13 @@ function phaseStats(rtts: readonly number[]): PhaseStats {
   };
 }
 
+/** A phase's figures with the stretches `stolen` took from the server's and the prober's threads taken out of each round trip. */
+function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[]) {
+  const n = trips.sent.length;
+  const threadsStolenMs = n === 0 ? 0 : coveredMs(stolen, trips.sent[0]!, trips.sent[n - 1]! + trips.rtts[n - 1]!);
+  return { ...phaseStats([...lessStolen(trips.sent, trips.rtts, stolen)]), threadsStolenMs: Math.round(threadsStolenMs) };
+}
+
 /**
  * Puts the calling thread (the prober) at the highest priority the process may give it, so
  * the round trips it records are the server's delay and not its own wait for a core on a
@@ -110,10 +128,20 @@ function phaseStats(rtts: readonly number[]): PhaseStats {
  * id there); returns the nice value it got, or undefined when it could not.
  */
 function raiseThreadPriority(nice: number): number | undefined {
+  const tid = threadId();
+  if (tid === undefined) return undefined;
   try {
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     setPriority(tid, nice);
     return getPriority(tid);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The calling thread's id (Linux: a thread is a task with its own id), or undefined elsewhere. */
+function threadId(): number | undefined {
+  try {
+    return Number(readlinkSync('/proc/thread-self').split('/').pop());
   } catch {
     return undefined;
   }
@@ -128,28 +156,37 @@ function raiseThreadPriority(nice: number): number | undefined {
  */
 const PROBER_WARMUP_PINGS = 500;
 
+/** A phase's round trips (ms), each with when it was sent (monotonic ms). */
+interface RoundTrips {
+  readonly sent: number[];
+  readonly rtts: number[];
+}
+
 function runProber(port: number, crlf: boolean, nice: number | undefined): void {
   const niceGot = nice === undefined ? undefined : raiseThreadPriority(nice);
+  const tid = threadId();
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });
   const sent: number[] = [];
   let head = 0;
   // Every round trip of each phase (an 8 s phase has about 8,000), for its figures at the report.
-  const phases = new Map<string, number[]>();
-  let rtts: number[] = [];
-  phases.set('start', rtts);
+  const phases = new Map<string, RoundTrips>();
+  let trips: RoundTrips = { sent: [], rtts: [] };
+  phases.set('start', trips);
   const ping = crlf ? 'PING\r\n' : 'PING\n';
   let timer: NodeJS.Timeout | undefined;
   sock.on('connect', () => {
     timer = setInterval(() => {
-      sent.push(nowMs());
+      sent.push(monotonicMs());
       sock.write(ping);
     }, 1);
   });
   sock.on('data', (chunk: Buffer) => {
-    const t = nowMs();
+    const t = monotonicMs();
     for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
-      rtts.push(t - sent[head++]!);
-      if (rtts.length === PROBER_WARMUP_PINGS && phases.size === 1) parentPort!.postMessage({ ready: true });
+      const at = sent[head++]!;
+      trips.sent.push(at);
+      trips.rtts.push(t - at);
+      if (trips.rtts.length === PROBER_WARMUP_PINGS && phases.size === 1) parentPort!.postMessage({ ready: true });
     }
     if (head > 4096) {
       sent.splice(0, head);
@@ -159,14 +196,14 @@ function runProber(port: number, crlf: boolean, nice: number | undefined): void 
   sock.on('error', (err) => parentPort!.postMessage({ error: String(err) }));
   parentPort!.on('message', (m: { phase?: string; report?: boolean }) => {
     if (m.phase !== undefined) {
-      rtts = [];
-      phases.set(m.phase, rtts);
+      trips = { sent: [], rtts: [] };
+      phases.set(m.phase, trips);
     }
     if (m.report) {
       clearInterval(timer);
       sock.destroy();
-      const stats = Object.fromEntries([...phases].map(([name, r]) => [name, phaseStats(r)]));
-      parentPort!.postMessage({ phases: stats, proberNice: niceGot ?? 'unchanged' });
+      phases.delete('start');
+      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged', proberTid: tid });
     }
   });
 }
@@ -197,12 +234,13 @@ async function main(): Promise<void> {
       'client-cpus': { type: 'string' },
       'store-node-args': { type: 'string' },
       'trace-turns': { type: 'boolean', default: false },
+      'trace-steal': { type: 'boolean', default: false },
       rounds: { type: 'string', default: '1' },
       help: { type: 'boolean', default: false },
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--rounds N]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--trace-steal] [--rounds N]');
     return;
   }
   const mode = opts.mode;
@@ -226,9 +264,12 @@ async function main(): Promise<void> {
     proberNice: niceOption('prober-nice', opts['prober-nice']),
     serverNice: niceOption('server-nice', opts['server-nice']),
     traceTurns: opts['trace-turns'],
+    traceSteal: opts['trace-steal'],
   };
   const untraceable = settings.traceTurns ? turnTraceUnavailable() : undefined;
   if (untraceable !== undefined) throw new Error(`--trace-turns: ${untraceable}`);
+  const noStealTrace = settings.traceSteal ? stealTraceUnavailable() : undefined;
+  if (noStealTrace !== undefined) throw new Error(`--trace-steal: ${noStealTrace}`);
   if ((opts['server-cpus'] === undefined) !== (opts['client-cpus'] === undefined)) throw new Error('--server-cpus and --client-cpus go together');
   const serverCpus = opts['server-cpus'];
   // Threads made later (the prober) and children (kvload) inherit this process's CPUs.
@@ -266,7 +307,7 @@ async function runTarget(t: string, mode: string, settings: Settings, storeNodeA
     const result = await measure(server, settings);
     const pinned = serverCpus === undefined ? {} : { serverCpus, clientCpus };
     const nodeArgs = t === 'redis' || storeNodeArgs.length === 0 ? {} : { storeNodeArgs };
-    console.log(JSON.stringify({ target: t, ...settings, ...pinned, ...nodeArgs, kvload: undefined, traceTurns: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
+    console.log(JSON.stringify({ target: t, ...settings, ...pinned, ...nodeArgs, kvload: undefined, traceTurns: undefined, traceSteal: undefined, writer: settings.kvload === undefined ? 'node' : 'kvload', ...result }));
     return result;
   } finally {
     server.child.kill('SIGKILL');
@@ -383,6 +424,7 @@ interface Settings {
   readonly proberNice: number | undefined;
   readonly serverNice: number | undefined;
   readonly traceTurns: boolean;
+  readonly traceSteal: boolean;
 }
 
 function niceOption(name: string, text: string | undefined): number | undefined {
@@ -399,10 +441,12 @@ async function measure(target: Target, s: Settings) {
     prober.on('message', (m: { ready?: boolean }) => m.ready && resolve());
     prober.on('error', reject);
   });
-  const report = new Promise<Record<string, PhaseStats>>((resolve, reject) => {
-    prober.on('message', (m: { phases?: Record<string, PhaseStats>; proberNice?: number | string; error?: string }) => {
+  let proberTid: number | undefined;
+  const report = new Promise<Record<string, RoundTrips>>((resolve, reject) => {
+    prober.on('message', (m: { phases?: Record<string, RoundTrips>; proberNice?: number | string; proberTid?: number; error?: string }) => {
       if (m.error) reject(new Error(`prober: ${m.error}`));
       if (m.proberNice !== undefined) proberNice = m.proberNice;
+      if (m.proberTid !== undefined) proberTid = m.proberTid;
       if (m.phases) resolve(m.phases);
     });
     prober.on('error', reject);
@@ -432,6 +476,7 @@ async function measure(target: Target, s: Settings) {
 
   await ready; // the prober has started and made its warm-up round trips
   const trace = s.traceTurns && !target.redis ? await startTurnTrace(target.child.pid!) : undefined;
+  const stealTrace = s.traceSteal ? await startStealTrace() : undefined;
   const load = writeAll(target, s, line);
   startPhase('load');
   const t0 = nowMs();
@@ -475,9 +520,13 @@ async function measure(target: Target, s: Settings) {
   prober.postMessage({ report: true });
   const phases = await report;
   await prober.terminate();
-  for (const [name, p] of Object.entries(phases)) {
-    if (name === 'start') continue;
-    result[name] = { ...p, ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name] };
+  // The serving thread is the process's main thread: its id is the pid (Redis's and Node's).
+  const traced = stealTrace === undefined ? undefined : await stealTrace.stop(target.child.pid!, proberTid);
+  const stolen = traced?.stolen;
+  if (traced !== undefined) result.serverPreemptedBy = traced.serverPreemptedBy;
+  for (const [name, trips] of Object.entries(phases)) {
+    const lessSteal = stolen === undefined ? {} : { lessSteal: lessStealStats(trips, stolen) };
+    result[name] = { ...phaseStats(trips.rtts), ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name], ...lessSteal };
   }
   result.proberNice = proberNice;
   return result;

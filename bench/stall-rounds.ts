@@ -15,6 +15,8 @@ export interface StallPhase {
   readonly stealMs?: number;
   /** How long the phase ran. */
   readonly seconds: number;
+  /** The same round trips less what the hypervisor took from the server's and the prober's threads (growth-stall --trace-steal). */
+  readonly lessSteal?: { readonly worstMs: number; readonly p999Ms: number; readonly over5Ms: number };
 }
 
 /** Each round's phase, per target, in the order the rounds ran (a round runs every target once). */
@@ -63,10 +65,19 @@ export function renderStallRounds(rounds: StallRounds, phase: string, cpus: numb
     [`quiet rounds: p99.9 ms`, ...column((p) => p.p999Ms, 2, quiet)],
     [`quiet rounds: round trips over 5 ms`, ...column((p) => p.over5Ms, 0, quiet)],
   ];
+  const traced = [...rounds.values()].some((list) => list.some((p) => p.lessSteal !== undefined));
+  if (traced) {
+    rows.push(
+      [`less steal: worst round trip ms`, ...column((p) => p.lessSteal?.worstMs, 2)],
+      [`less steal: p99.9 ms`, ...column((p) => p.lessSteal?.p999Ms, 2)],
+      [`less steal: round trips over 5 ms`, ...column((p) => p.lessSteal?.over5Ms, 0)],
+    );
+  }
   return [
     '',
     `${n} round${n === 1 ? '' : 's'}, each running ${targets.join(', ')} in turn; median (min–max) over the rounds.`,
     `quiet rounds: those in which no target's ${phase} phase had more steal than ${QUIET_STEAL_SHARE * 100}% of the machine's CPU time over it (${cpus} CPUs × its seconds).`,
+    ...(traced ? [`less steal: every round, each round trip less the stretches the hypervisor stopped the server's or the prober's thread (--trace-steal).`] : []),
     '',
     table(rows),
   ].join('\n');

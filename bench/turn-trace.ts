@@ -9,11 +9,7 @@
 // taken, the thread is neither sampled nor switched out, so a stretch of a turn with
 // neither is time the machine took, not work the server did; the samples in a turn are
 // its CPU. growth-stall.ts --trace-turns reports these figures beside its worst PING.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { perfTracepointUnavailable, startPerfRecord } from './perf-record.ts';
 
 /** The CPU time between two samples of the thread (perf's cpu-clock period, in ms). */
 export const SAMPLE_PERIOD_MS = 0.5;
@@ -141,10 +137,7 @@ export function turnStats(turns: readonly TurnFigures[]): TurnStats {
 
 /** Why `perf` cannot trace here, or undefined when it can. */
 export function turnTraceUnavailable(): string | undefined {
-  const r = spawnSync('perf', ['list', 'syscalls:sys_enter_epoll_pwait'], { encoding: 'utf8' });
-  if (r.error !== undefined) return `perf is not on PATH (${r.error.message})`;
-  if (!r.stdout.includes('sys_enter_epoll_pwait')) return 'perf sees no syscalls:sys_enter_epoll_pwait tracepoint (tracefs not mounted, or not root)';
-  return undefined;
+  return perfTracepointUnavailable('syscalls:sys_enter_epoll_pwait');
 }
 
 export interface TurnTrace {
@@ -154,33 +147,13 @@ export interface TurnTrace {
 
 /** Starts recording the turns of thread `tid` (a process's main thread: its pid). */
 export async function startTurnTrace(tid: number): Promise<TurnTrace> {
-  const dir = mkdtempSync(join(tmpdir(), 'turn-trace-'));
-  const file = join(dir, 'perf.data');
   const events = [`cpu-clock/period=${SAMPLE_PERIOD_MS * 1e6}/`, 'syscalls:sys_enter_epoll_pwait,syscalls:sys_exit_epoll_pwait,sched:sched_switch'];
-  const perf: ChildProcess = spawn('perf', ['record', '-q', '-o', file, '-e', events[0]!, '-e', events[1]!, '-t', String(tid)], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  perf.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
-  const exited = once(perf, 'exit');
-  // perf writes the file's header once it has opened the events: recording has begun.
-  const until = Date.now() + 10_000;
-  while (!(existsSync(file) && statSync(file).size > 0)) {
-    if (perf.exitCode !== null) throw new Error(`perf record exited at once: ${stderr.trim()}`);
-    if (Date.now() > until) throw new Error(`perf record had not started after 10 s: ${stderr.trim()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const recording = await startPerfRecord(['-e', events[0]!, '-e', events[1]!, '-t', String(tid)]);
   return {
     async stop(): Promise<TurnStats> {
-      try {
-        perf.kill('SIGINT');
-        await exited;
-        const script = spawnSync('perf', ['script', '-i', file, '-F', 'time,event,ip,sym'], { encoding: 'utf8', maxBuffer: 1 << 30 });
-        if (script.status !== 0) throw new Error(`perf script failed: ${script.stderr.trim() || stderr.trim()}`);
-        const turns = turnsOf(script.stdout.split('\n'));
-        if (turns.length === 0) throw new Error('perf recorded no epoll_pwait of the thread: not a libuv event loop, or the events were not seen');
-        return turnStats(turns);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
+      const turns = turnsOf(await recording.stop('time,event,ip,sym'));
+      if (turns.length === 0) throw new Error('perf recorded no epoll_pwait of the thread: not a libuv event loop, or the events were not seen');
+      return turnStats(turns);
     },
   };
 }

@@ -33,3 +33,13 @@ describe('growth-stall rounds: medians and quiet rounds', () => {
     expect(renderStallRounds(noisy, 'sweep', 2)).toMatch(/quiet rounds \(0 of 1\): worst round trip ms +—/);
   });
 });
+
+describe('growth-stall rounds: round trips less steal', () => {
+  it('adds the figures less steal when a round has them, and leaves them out otherwise', () => {
+    const traced = (worstMs: number, lessWorst: number): StallPhase => ({ ...phase(worstMs, 100), lessSteal: { worstMs: lessWorst, p999Ms: lessWorst / 2, over5Ms: 1 } });
+    const text = renderStallRounds(new Map([['kvstack', [traced(20, 4), traced(30, 6), traced(10, 3)]]]), 'load', 2);
+    expect(text).toMatch(/less steal: worst round trip ms +4\.00 \(3\.00–6\.00\)/);
+    expect(text).toMatch(/less steal: round trips over 5 ms +1 \(1–1\)/);
+    expect(renderStallRounds(new Map([['kvstack', [phase(20, 100)]]]), 'load', 2)).not.toMatch(/less steal/);
+  });
+});

@@ -1,0 +1,165 @@
+// The time the hypervisor took from chosen threads (the server's serving thread, the
+// prober's), seen from inside the guest with `perf` over every CPU (Linux; root), and each
+// round trip less the part of it those threads lost.
+//
+// Why: on a shared VM the hypervisor stops a virtual CPU for one to tens of milliseconds at
+// a time (steal). A server whose thread is stopped answers late through no work of its own,
+// and over a 25-s load with seconds of steal no server's worst round trip stays under 5 ms.
+// /proc/stat counts steal per CPU in 10-ms ticks with no time of day; this finds the
+// stretches themselves. Each CPU is sampled every 0.5 ms of its running time (cpu-clock),
+// and every switch between threads is recorded: while a thread is on a CPU, its events
+// come at most 0.5 ms apart, so a longer stretch with none is time that CPU did not run
+// at all. A stretch is counted only while a chosen thread was the one on the CPU: steal on
+// another CPU, or a thread waiting for a core, is left in the round trip (the figure is a
+// lower bound of what the machine took, never more). Nor can it see a CPU that was idle
+// and was woken late (the hypervisor runs a halted virtual CPU when it likes, too).
+//
+// The same recording tells who had the server's CPU while its thread was ready to run
+// (switched out still runnable): the other threads that take its core for milliseconds.
+import { perfTracepointUnavailable, startPerfRecord } from './perf-record.ts';
+
+/** The CPU's running time between two samples (perf's cpu-clock period), in ms. */
+export const STEAL_SAMPLE_PERIOD_MS = 0.5;
+/** A stretch without events this long (two periods) on a running CPU holds a stolen part. */
+const MIN_GAP_MS = 2 * STEAL_SAMPLE_PERIOD_MS;
+
+/** A stretch of time (ms on CLOCK_MONOTONIC, the clock of process.hrtime) a thread lost. */
+export interface Stretch {
+  readonly fromMs: number;
+  readonly toMs: number;
+}
+
+/** `tid [cpu] seconds: event: fields` from `perf script -F tid,cpu,time,event,trace`. */
+const LINE = /^\s*(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):\s+(\S+):(?:\s(.*))?$/;
+const NEXT_PID = /next_pid=(\d+)/;
+
+/**
+ * The stretches the threads `tids` lost while on a CPU, from a system-wide recording of
+ * cpu-clock samples and sched_switch (recorded with -k CLOCK_MONOTONIC). A stretch runs
+ * from one sample period after the CPU's last event to its next one. Sorted, not merged.
+ */
+export function stolenStretchesOf(lines: Iterable<string>, tids: ReadonlySet<number>): Stretch[] {
+  const current = new Map<number, number>(); // cpu -> the thread on it
+  const last = new Map<number, number>(); // cpu -> its last event (ms)
+  const stretches: Stretch[] = [];
+  for (const line of lines) {
+    const m = LINE.exec(line);
+    if (m === null) continue;
+    const tid = Number(m[1]);
+    const cpu = Number(m[2]);
+    const ms = Number(m[3]) * 1000;
+    const before = last.get(cpu);
+    // Until the CPU's first switch, the thread on it is the one its first event names.
+    const on = current.get(cpu) ?? tid;
+    if (before !== undefined && tids.has(on) && ms - before >= MIN_GAP_MS) stretches.push({ fromMs: before + STEAL_SAMPLE_PERIOD_MS, toMs: ms });
+    last.set(cpu, ms);
+    const next = m[4] === 'sched:sched_switch' ? NEXT_PID.exec(m[5] ?? '') : null;
+    current.set(cpu, next === null ? tid : Number(next[1]));
+  }
+  return stretches.sort((a, b) => a.fromMs - b.fromMs);
+}
+
+/** The stretches with overlapping ones joined, sorted: two threads stopped at once count once. */
+export function mergeStretches(stretches: readonly Stretch[]): Stretch[] {
+  const sorted = [...stretches].sort((a, b) => a.fromMs - b.fromMs);
+  const merged: Stretch[] = [];
+  for (const s of sorted) {
+    const prev = merged.at(-1);
+    if (prev !== undefined && s.fromMs <= prev.toMs) merged[merged.length - 1] = { fromMs: prev.fromMs, toMs: Math.max(prev.toMs, s.toMs) };
+    else merged.push(s);
+  }
+  return merged;
+}
+
+/** How much of [fromMs, toMs] the merged, sorted `stretches` cover. */
+export function coveredMs(stretches: readonly Stretch[], fromMs: number, toMs: number): number {
+  // The first stretch that may end after fromMs (binary search on ends, sorted as starts are).
+  let lo = 0;
+  let hi = stretches.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (stretches[mid]!.toMs <= fromMs) lo = mid + 1;
+    else hi = mid;
+  }
+  let covered = 0;
+  for (let i = lo; i < stretches.length && stretches[i]!.fromMs < toMs; i++) {
+    covered += Math.min(toMs, stretches[i]!.toMs) - Math.max(fromMs, stretches[i]!.fromMs);
+  }
+  return covered;
+}
+
+/** Round trips sent at `sentMs` (monotonic) taking `rttMs`, each less what `stretches` (merged) took of it. */
+export function lessStolen(sentMs: ArrayLike<number>, rttMs: ArrayLike<number>, stretches: readonly Stretch[]): Float64Array {
+  const out = new Float64Array(rttMs.length);
+  for (let i = 0; i < rttMs.length; i++) out[i] = rttMs[i]! - coveredMs(stretches, sentMs[i]!, sentMs[i]! + rttMs[i]!);
+  return out;
+}
+
+/** Why `perf` cannot record every CPU's switches here, or undefined when it can. */
+export function stealTraceUnavailable(): string | undefined {
+  return perfTracepointUnavailable('sched:sched_switch');
+}
+
+/** Who had a thread's CPU while it was ready to run, per command name. */
+export interface Preemptions {
+  readonly by: string;
+  readonly times: number;
+  readonly totalMs: number;
+  readonly longestMs: number;
+}
+
+const SWITCH = /prev_comm=(.*?) prev_pid=(\d+) .*?prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/;
+
+/**
+ * Each time thread `tid` was switched out still runnable (state R: preempted, not
+ * waiting), until it ran again: the time, put down to the thread that took its CPU
+ * (its command name up to a `/` or `:`, so per-CPU kernel threads count as one). Most
+ * total time first.
+ */
+export function preemptionsOf(lines: Iterable<string>, tid: number): Preemptions[] {
+  const by = new Map<string, { times: number; totalMs: number; longestMs: number }>();
+  let outAt = -1;
+  let taker = '';
+  for (const line of lines) {
+    const m = LINE.exec(line);
+    if (m === null || m[4] !== 'sched:sched_switch') continue;
+    const sw = SWITCH.exec(m[5] ?? '');
+    if (sw === null) continue;
+    const ms = Number(m[3]) * 1000;
+    if (Number(sw[2]) === tid && sw[3]!.startsWith('R')) {
+      outAt = ms;
+      taker = sw[4]!.replace(/[/:].*/, '');
+    } else if (Number(sw[5]) === tid && outAt >= 0) {
+      const entry = by.get(taker) ?? { times: 0, totalMs: 0, longestMs: 0 };
+      entry.times++;
+      entry.totalMs += ms - outAt;
+      entry.longestMs = Math.max(entry.longestMs, ms - outAt);
+      by.set(taker, entry);
+      outAt = -1;
+    }
+  }
+  const round = (v: number): number => Math.round(v * 100) / 100;
+  return [...by]
+    .map(([name, e]) => ({ by: name, times: e.times, totalMs: round(e.totalMs), longestMs: round(e.longestMs) }))
+    .sort((a, b) => b.totalMs - a.totalMs);
+}
+
+export interface StealTrace {
+  /**
+   * Stops recording; returns the stretches `server` (the serving thread) and `prober` lost,
+   * merged, and who had the server's CPU while it was ready to run (the five that took most).
+   */
+  stop(server: number, prober: number | undefined): Promise<{ stolen: Stretch[]; serverPreemptedBy: Preemptions[] }>;
+}
+
+/** Starts recording every CPU's samples and switches, on CLOCK_MONOTONIC. */
+export async function startStealTrace(): Promise<StealTrace> {
+  const recording = await startPerfRecord(['-a', '-k', 'CLOCK_MONOTONIC', '-e', `cpu-clock/period=${STEAL_SAMPLE_PERIOD_MS * 1e6}/`, '-e', 'sched:sched_switch']);
+  return {
+    async stop(server: number, prober: number | undefined) {
+      const lines = await recording.stop('tid,cpu,time,event,trace');
+      const tids = new Set(prober === undefined ? [server] : [server, prober]);
+      return { stolen: mergeStretches(stolenStretchesOf(lines, tids)), serverPreemptedBy: preemptionsOf(lines, server).slice(0, 5) };
+    },
+  };
+}
