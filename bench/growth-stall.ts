@@ -50,8 +50,11 @@
 //                 again with those stretches taken out (`lessSteal`): what is left is the
 //                 server's own delay, and the machine's that the trace cannot see (steal on
 //                 the other CPU, a thread waiting for a core, a halted CPU woken late).
-//                 Also `serverPreemptedBy`: the threads that had the serving thread's CPU
-//                 while it was ready to run, and for how long. Both servers alike.
+//                 Its `worst` are the three longest of those, each with what the serving
+//                 thread did meanwhile: on a CPU, stolen there, ready but off a CPU
+//                 (preempted), asleep (waiting for input, or woken and not yet run). And
+//                 `serverPreemptedBy`: the threads that had the serving thread's CPU while it
+//                 was ready to run, and for how long. Both servers alike.
 //   --rounds N    runs every target N times, in turn (default 1), and ends with a table of
 //                 the measured phase's figures (load, sweep or overwrite): medians with
 //                 their ranges over all rounds, and over the quiet ones, those in which no
@@ -80,7 +83,7 @@ import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 import { stealStopwatch } from './process-cpu.ts';
 import { renderStallRounds, type StallPhase } from './stall-rounds.ts';
-import { coveredMs, lessStolen, startStealTrace, stealTraceUnavailable, type Stretch } from './thread-steal.ts';
+import { coveredMs, lessStolen, startStealTrace, stealTraceUnavailable, windowOf, type ServerTrace, type Stretch } from './thread-steal.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
@@ -115,10 +118,16 @@ function phaseStats(rtts: readonly number[]): PhaseStats {
 }
 
 /** A phase's figures with the stretches `stolen` took from the server's and the prober's threads taken out of each round trip. */
-function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[]) {
+function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: ServerTrace) {
   const n = trips.sent.length;
   const threadsStolenMs = n === 0 ? 0 : coveredMs(stolen, trips.sent[0]!, trips.sent[n - 1]! + trips.rtts[n - 1]!);
-  return { ...phaseStats([...lessStolen(trips.sent, trips.rtts, stolen)]), threadsStolenMs: Math.round(threadsStolenMs) };
+  const less = lessStolen(trips.sent, trips.rtts, stolen);
+  // The three longest round trips less steal, each with what the serving thread did meanwhile.
+  const worst = [...less.keys()]
+    .sort((a, b) => less[b]! - less[a]!)
+    .slice(0, 3)
+    .map((i) => ({ rttMs: +trips.rtts[i]!.toFixed(2), lessStealMs: +less[i]!.toFixed(2), server: windowOf(server, trips.sent[i]!, trips.sent[i]! + trips.rtts[i]!) }));
+  return { ...phaseStats([...less]), threadsStolenMs: Math.round(threadsStolenMs), worst };
 }
 
 /**
@@ -522,10 +531,9 @@ async function measure(target: Target, s: Settings) {
   await prober.terminate();
   // The serving thread is the process's main thread: its id is the pid (Redis's and Node's).
   const traced = stealTrace === undefined ? undefined : await stealTrace.stop(target.child.pid!, proberTid);
-  const stolen = traced?.stolen;
-  if (traced !== undefined) result.serverPreemptedBy = traced.serverPreemptedBy;
+  if (traced !== undefined) result.serverPreemptedBy = traced.server.preemptedBy;
   for (const [name, trips] of Object.entries(phases)) {
-    const lessSteal = stolen === undefined ? {} : { lessSteal: lessStealStats(trips, stolen) };
+    const lessSteal = traced === undefined ? {} : { lessSteal: lessStealStats(trips, traced.stolen, traced.server) };
     result[name] = { ...phaseStats(trips.rtts), ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name], ...lessSteal };
   }
   result.proberNice = proberNice;

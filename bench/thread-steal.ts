@@ -144,12 +144,64 @@ export function preemptionsOf(lines: Iterable<string>, tid: number): Preemptions
     .sort((a, b) => b.totalMs - a.totalMs);
 }
 
+/** Where a thread was off its CPU: ready to run but not on one (preempted), or waiting (asleep). */
+export interface OffCpu {
+  readonly ready: Stretch[];
+  readonly asleep: Stretch[];
+}
+
+/** The stretches thread `tid` spent off a CPU, from each switch out to its next switch in, sorted. */
+export function offCpuOf(lines: Iterable<string>, tid: number): OffCpu {
+  const ready: Stretch[] = [];
+  const asleep: Stretch[] = [];
+  let outAt = -1;
+  let preempted = false;
+  for (const line of lines) {
+    const m = LINE.exec(line);
+    if (m === null || m[4] !== 'sched:sched_switch') continue;
+    const sw = SWITCH.exec(m[5] ?? '');
+    if (sw === null) continue;
+    const ms = Number(m[3]) * 1000;
+    if (Number(sw[2]) === tid) {
+      outAt = ms;
+      preempted = sw[3]!.startsWith('R');
+    } else if (Number(sw[5]) === tid && outAt >= 0) {
+      (preempted ? ready : asleep).push({ fromMs: outAt, toMs: ms });
+      outAt = -1;
+    }
+  }
+  return { ready, asleep };
+}
+
+/** The serving thread's trace: off its CPU, stolen while on one, and who had its CPU while it was ready. */
+export interface ServerTrace extends OffCpu {
+  readonly stolen: Stretch[];
+  readonly preemptedBy: Preemptions[];
+}
+
+/** What the serving thread did during one round trip, ms: on a CPU (less what was stolen), stolen, ready but off a CPU, asleep. */
+export interface ThreadWindow {
+  readonly runningMs: number;
+  readonly stolenMs: number;
+  readonly readyMs: number;
+  readonly asleepMs: number;
+}
+
+/** Thread time over [fromMs, toMs], given its off-CPU stretches and the (merged) ones stolen from it. */
+export function windowOf(thread: OffCpu & { readonly stolen: readonly Stretch[] }, fromMs: number, toMs: number): ThreadWindow {
+  const round = (v: number): number => Math.round(v * 100) / 100;
+  const readyMs = coveredMs(thread.ready, fromMs, toMs);
+  const asleepMs = coveredMs(thread.asleep, fromMs, toMs);
+  const stolenMs = coveredMs(thread.stolen, fromMs, toMs);
+  return { runningMs: round(Math.max(0, toMs - fromMs - readyMs - asleepMs - stolenMs)), stolenMs: round(stolenMs), readyMs: round(readyMs), asleepMs: round(asleepMs) };
+}
+
 export interface StealTrace {
   /**
    * Stops recording; returns the stretches `server` (the serving thread) and `prober` lost,
    * merged, and who had the server's CPU while it was ready to run (the five that took most).
    */
-  stop(server: number, prober: number | undefined): Promise<{ stolen: Stretch[]; serverPreemptedBy: Preemptions[] }>;
+  stop(server: number, prober: number | undefined): Promise<{ stolen: Stretch[]; server: ServerTrace }>;
 }
 
 /** Starts recording every CPU's samples and switches, on CLOCK_MONOTONIC. */
@@ -159,7 +211,8 @@ export async function startStealTrace(): Promise<StealTrace> {
     async stop(server: number, prober: number | undefined) {
       const lines = await recording.stop('tid,cpu,time,event,trace');
       const tids = new Set(prober === undefined ? [server] : [server, prober]);
-      return { stolen: mergeStretches(stolenStretchesOf(lines, tids)), serverPreemptedBy: preemptionsOf(lines, server).slice(0, 5) };
+      const own = { ...offCpuOf(lines, server), stolen: mergeStretches(stolenStretchesOf(lines, new Set([server]))) };
+      return { stolen: mergeStretches(stolenStretchesOf(lines, tids)), server: { ...own, preemptedBy: preemptionsOf(lines, server).slice(0, 5) } };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coveredMs, lessStolen, mergeStretches, preemptionsOf, stolenStretchesOf } from '../bench/thread-steal.ts';
+import { coveredMs, lessStolen, mergeStretches, offCpuOf, preemptionsOf, stolenStretchesOf, windowOf } from '../bench/thread-steal.ts';
 
 // `perf script -F tid,cpu,time,event,trace` lines: the tid is the thread on the CPU at the event.
 const sample = (tid: number, cpu: number, s: number) => `${String(tid).padStart(6)} [00${cpu}] ${s.toFixed(6)}: cpu-clock/period=500000/: `;
@@ -102,5 +102,26 @@ describe('thread steal: who had the server’s CPU while it was ready to run', (
     expect(got[0]).toEqual({ by: 'V8Worker', times: 2, totalMs: 5, longestMs: 4 });
     expect(got[1]!.times).toBe(1);
     expect(got[1]!.totalMs).toBeCloseTo(0.1, 6);
+  });
+});
+
+describe('thread steal: what the serving thread did during one round trip', () => {
+  const lines = [
+    switchTo(SERVER, 0, 1.0, OTHER, 'R', 'kvload'), // preempted 1.000-1.002
+    switchTo(OTHER, 0, 1.002, SERVER),
+    switchTo(SERVER, 0, 1.005, 0, 'S', 'swapper/0'), // asleep 1.005-1.008
+    switchTo(0, 0, 1.008, SERVER),
+  ];
+
+  it('keeps its stretches off the CPU apart: ready (preempted) and asleep (waiting)', () => {
+    const off = offCpuOf(lines, SERVER);
+    expect(off.ready.map((r) => [r.fromMs, r.toMs])).toEqual([[1000, 1002]]);
+    expect(off.asleep.map((r) => [Math.round(r.fromMs), Math.round(r.toMs)])).toEqual([[1005, 1008]]);
+  });
+
+  it('splits a round trip into running, stolen, ready and asleep, which add up to it', () => {
+    const w = windowOf({ ...offCpuOf(lines, SERVER), stolen: [{ fromMs: 1003, toMs: 1004 }] }, 999, 1010);
+    expect(w).toEqual({ runningMs: 5, stolenMs: 1, readyMs: 2, asleepMs: 3 });
+    expect(w.runningMs + w.stolenMs + w.readyMs + w.asleepMs).toBe(11);
   });
 });
