@@ -110,52 +110,28 @@ export interface Preemptions {
 
 const SWITCH = /prev_comm=(.*?) prev_pid=(\d+) .*?prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/;
 
-/**
- * Each time thread `tid` was switched out still runnable (state R: preempted, not
- * waiting), until it ran again: the time, put down to the thread that took its CPU
- * (its command name up to a `/` or `:`, so per-CPU kernel threads count as one). Most
- * total time first.
- */
-export function preemptionsOf(lines: Iterable<string>, tid: number): Preemptions[] {
-  const by = new Map<string, { times: number; totalMs: number; longestMs: number }>();
-  let outAt = -1;
-  let taker = '';
-  for (const line of lines) {
-    const m = LINE.exec(line);
-    if (m === null || m[4] !== 'sched:sched_switch') continue;
-    const sw = SWITCH.exec(m[5] ?? '');
-    if (sw === null) continue;
-    const ms = Number(m[3]) * 1000;
-    if (Number(sw[2]) === tid && sw[3]!.startsWith('R')) {
-      outAt = ms;
-      taker = sw[4]!.replace(/[/:].*/, '');
-    } else if (Number(sw[5]) === tid && outAt >= 0) {
-      const entry = by.get(taker) ?? { times: 0, totalMs: 0, longestMs: 0 };
-      entry.times++;
-      entry.totalMs += ms - outAt;
-      entry.longestMs = Math.max(entry.longestMs, ms - outAt);
-      by.set(taker, entry);
-      outAt = -1;
-    }
-  }
-  const round = (v: number): number => Math.round(v * 100) / 100;
-  return [...by]
-    .map(([name, e]) => ({ by: name, times: e.times, totalMs: round(e.totalMs), longestMs: round(e.longestMs) }))
-    .sort((a, b) => b.totalMs - a.totalMs);
+/** A stretch a thread was ready to run but off a CPU, and the thread that had its CPU then. */
+export interface Preempted extends Stretch {
+  readonly by: string;
 }
 
 /** Where a thread was off its CPU: ready to run but not on one (preempted), or waiting (asleep). */
 export interface OffCpu {
-  readonly ready: Stretch[];
+  readonly ready: Preempted[];
   readonly asleep: Stretch[];
 }
 
-/** The stretches thread `tid` spent off a CPU, from each switch out to its next switch in, sorted. */
+/**
+ * The stretches thread `tid` spent off a CPU, from each switch out to its next switch in,
+ * sorted: switched out still runnable (state R) is ready, and put down to the thread that
+ * took its CPU (its command name up to a `/` or `:`, so per-CPU kernel threads count as
+ * one); otherwise asleep.
+ */
 export function offCpuOf(lines: Iterable<string>, tid: number): OffCpu {
-  const ready: Stretch[] = [];
+  const ready: Preempted[] = [];
   const asleep: Stretch[] = [];
   let outAt = -1;
-  let preempted = false;
+  let taker: string | undefined; // set when preempted
   for (const line of lines) {
     const m = LINE.exec(line);
     if (m === null || m[4] !== 'sched:sched_switch') continue;
@@ -164,13 +140,30 @@ export function offCpuOf(lines: Iterable<string>, tid: number): OffCpu {
     const ms = Number(m[3]) * 1000;
     if (Number(sw[2]) === tid) {
       outAt = ms;
-      preempted = sw[3]!.startsWith('R');
+      taker = sw[3]!.startsWith('R') ? sw[4]!.replace(/[/:].*/, '') : undefined;
     } else if (Number(sw[5]) === tid && outAt >= 0) {
-      (preempted ? ready : asleep).push({ fromMs: outAt, toMs: ms });
+      if (taker === undefined) asleep.push({ fromMs: outAt, toMs: ms });
+      else ready.push({ fromMs: outAt, toMs: ms, by: taker });
       outAt = -1;
     }
   }
   return { ready, asleep };
+}
+
+/** The ready stretches per thread that took the CPU: how many, how long in all and at most. Most total time first. */
+export function preemptionsOf(ready: readonly Preempted[]): Preemptions[] {
+  const by = new Map<string, { times: number; totalMs: number; longestMs: number }>();
+  for (const r of ready) {
+    const entry = by.get(r.by) ?? { times: 0, totalMs: 0, longestMs: 0 };
+    entry.times++;
+    entry.totalMs += r.toMs - r.fromMs;
+    entry.longestMs = Math.max(entry.longestMs, r.toMs - r.fromMs);
+    by.set(r.by, entry);
+  }
+  const round = (v: number): number => Math.round(v * 100) / 100;
+  return [...by]
+    .map(([name, e]) => ({ by: name, times: e.times, totalMs: round(e.totalMs), longestMs: round(e.longestMs) }))
+    .sort((a, b) => b.totalMs - a.totalMs);
 }
 
 /** The serving thread's trace: off its CPU, stolen while on one, and who had its CPU while it was ready. */
@@ -211,8 +204,9 @@ export async function startStealTrace(): Promise<StealTrace> {
     async stop(server: number, prober: number | undefined) {
       const lines = await recording.stop('tid,cpu,time,event,trace');
       const tids = new Set(prober === undefined ? [server] : [server, prober]);
-      const own = { ...offCpuOf(lines, server), stolen: mergeStretches(stolenStretchesOf(lines, new Set([server]))) };
-      return { stolen: mergeStretches(stolenStretchesOf(lines, tids)), server: { ...own, preemptedBy: preemptionsOf(lines, server).slice(0, 5) } };
+      const off = offCpuOf(lines, server);
+      const own = { ...off, stolen: mergeStretches(stolenStretchesOf(lines, new Set([server]))), preemptedBy: preemptionsOf(off.ready).slice(0, 5) };
+      return { stolen: mergeStretches(stolenStretchesOf(lines, tids)), server: own };
     },
   };
 }

@@ -97,7 +97,7 @@ describe('thread steal: who had the server’s CPU while it was ready to run', (
       switchTo(SERVER, 1, 1.06, OTHER, 'R+', 'V8Worker'),
       switchTo(OTHER, 1, 1.061, SERVER),
     ];
-    const got = preemptionsOf(lines, SERVER);
+    const got = preemptionsOf(offCpuOf(lines, SERVER).ready);
     expect(got.map((p) => p.by)).toEqual(['V8Worker', 'ksoftirqd']);
     expect(got[0]).toEqual({ by: 'V8Worker', times: 2, totalMs: 5, longestMs: 4 });
     expect(got[1]!.times).toBe(1);
@@ -115,7 +115,7 @@ describe('thread steal: what the serving thread did during one round trip', () =
 
   it('keeps its stretches off the CPU apart: ready (preempted) and asleep (waiting)', () => {
     const off = offCpuOf(lines, SERVER);
-    expect(off.ready.map((r) => [r.fromMs, r.toMs])).toEqual([[1000, 1002]]);
+    expect(off.ready.map((r) => [r.fromMs, r.toMs, r.by])).toEqual([[1000, 1002, 'kvload']]);
     expect(off.asleep.map((r) => [Math.round(r.fromMs), Math.round(r.toMs)])).toEqual([[1005, 1008]]);
   });
 
