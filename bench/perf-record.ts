@@ -36,12 +36,14 @@ export async function startPerfRecord(args: readonly string[]): Promise<PerfReco
     await new Promise<void>((resolve, reject) => {
       let acks = '';
       const timer = setTimeout(() => reject(new Error(`perf record had not started after 10 s: ${stderr.trim()}`)), 10_000);
+      const onExit = (): void => done(new Error(`perf record exited at once: ${stderr.trim()}`));
       const done = (err?: Error): void => {
         clearTimeout(timer);
+        perf.off('exit', onExit); // from here on, stop() waits for the exit
         if (err === undefined) resolve();
         else reject(err);
       };
-      perf.once('exit', () => done(new Error(`perf record exited at once: ${stderr.trim()}`)));
+      perf.once('exit', onExit);
       (perf.stdio[4] as Readable).on('data', (d: Buffer) => void ((acks += d.toString()).includes('ack') && done()));
       (perf.stdio[3] as Writable).write('enable\n');
     });

@@ -32,16 +32,23 @@ export interface Stretch {
 /** `tid [cpu] seconds: event: fields` from `perf script -F tid,cpu,time,event,trace`. */
 const LINE = /^\s*(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):\s+(\S+):(?:\s(.*))?$/;
 const NEXT_PID = /next_pid=(\d+)/;
+/** ms to two decimals, for the report. */
+const round2 = (ms: number): number => Math.round(ms * 100) / 100;
+
+/** A stretch thread `tid` lost. */
+export interface ThreadStretch extends Stretch {
+  readonly tid: number;
+}
 
 /**
  * The stretches the threads `tids` lost while on a CPU, from a system-wide recording of
  * cpu-clock samples and sched_switch (recorded with -k CLOCK_MONOTONIC). A stretch runs
  * from one sample period after the CPU's last event to its next one. Sorted, not merged.
  */
-export function stolenStretchesOf(lines: Iterable<string>, tids: ReadonlySet<number>): Stretch[] {
+export function stolenStretchesOf(lines: Iterable<string>, tids: ReadonlySet<number>): ThreadStretch[] {
   const current = new Map<number, number>(); // cpu -> the thread on it
   const last = new Map<number, number>(); // cpu -> its last event (ms)
-  const stretches: Stretch[] = [];
+  const stretches: ThreadStretch[] = [];
   for (const line of lines) {
     const m = LINE.exec(line);
     if (m === null) continue;
@@ -51,7 +58,7 @@ export function stolenStretchesOf(lines: Iterable<string>, tids: ReadonlySet<num
     const before = last.get(cpu);
     // Until the CPU's first switch, the thread on it is the one its first event names.
     const on = current.get(cpu) ?? tid;
-    if (before !== undefined && tids.has(on) && ms - before >= MIN_GAP_MS) stretches.push({ fromMs: before + STEAL_SAMPLE_PERIOD_MS, toMs: ms });
+    if (before !== undefined && tids.has(on) && ms - before >= MIN_GAP_MS) stretches.push({ fromMs: before + STEAL_SAMPLE_PERIOD_MS, toMs: ms, tid: on });
     last.set(cpu, ms);
     const next = m[4] === 'sched:sched_switch' ? NEXT_PID.exec(m[5] ?? '') : null;
     current.set(cpu, next === null ? tid : Number(next[1]));
@@ -160,9 +167,8 @@ export function preemptionsOf(ready: readonly Preempted[]): Preemptions[] {
     entry.longestMs = Math.max(entry.longestMs, r.toMs - r.fromMs);
     by.set(r.by, entry);
   }
-  const round = (v: number): number => Math.round(v * 100) / 100;
   return [...by]
-    .map(([name, e]) => ({ by: name, times: e.times, totalMs: round(e.totalMs), longestMs: round(e.longestMs) }))
+    .map(([name, e]) => ({ by: name, times: e.times, totalMs: round2(e.totalMs), longestMs: round2(e.longestMs) }))
     .sort((a, b) => b.totalMs - a.totalMs);
 }
 
@@ -182,11 +188,10 @@ export interface ThreadWindow {
 
 /** Thread time over [fromMs, toMs], given its off-CPU stretches and the (merged) ones stolen from it. */
 export function windowOf(thread: OffCpu & { readonly stolen: readonly Stretch[] }, fromMs: number, toMs: number): ThreadWindow {
-  const round = (v: number): number => Math.round(v * 100) / 100;
   const readyMs = coveredMs(thread.ready, fromMs, toMs);
   const asleepMs = coveredMs(thread.asleep, fromMs, toMs);
   const stolenMs = coveredMs(thread.stolen, fromMs, toMs);
-  return { runningMs: round(Math.max(0, toMs - fromMs - readyMs - asleepMs - stolenMs)), stolenMs: round(stolenMs), readyMs: round(readyMs), asleepMs: round(asleepMs) };
+  return { runningMs: round2(Math.max(0, toMs - fromMs - readyMs - asleepMs - stolenMs)), stolenMs: round2(stolenMs), readyMs: round2(readyMs), asleepMs: round2(asleepMs) };
 }
 
 export interface StealTrace {
@@ -203,10 +208,10 @@ export async function startStealTrace(): Promise<StealTrace> {
   return {
     async stop(server: number, prober: number | undefined) {
       const lines = await recording.stop('tid,cpu,time,event,trace');
-      const tids = new Set(prober === undefined ? [server] : [server, prober]);
+      const stolen = stolenStretchesOf(lines, new Set(prober === undefined ? [server] : [server, prober]));
       const off = offCpuOf(lines, server);
-      const own = { ...off, stolen: mergeStretches(stolenStretchesOf(lines, new Set([server]))), preemptedBy: preemptionsOf(off.ready).slice(0, 5) };
-      return { stolen: mergeStretches(stolenStretchesOf(lines, tids)), server: own };
+      const own = { ...off, stolen: mergeStretches(stolen.filter((st) => st.tid === server)), preemptedBy: preemptionsOf(off.ready).slice(0, 5) };
+      return { stolen: mergeStretches(stolen), server: own };
     },
   };
 }
