@@ -71,7 +71,7 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, getPriority, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -147,6 +147,19 @@ function raiseThreadPriority(nice: number): number | undefined {
   }
 }
 
+/**
+ * Names the calling thread (Linux: its comm, at most 15 bytes), so that a trace of the
+ * machine (--trace-steal's serverPreemptedBy) tells the prober from other threads named
+ * after their kind (every Node worker thread is "WorkerThread"). Elsewhere, nothing.
+ */
+function nameThread(name: string): void {
+  try {
+    writeFileSync('/proc/thread-self/comm', name);
+  } catch {
+    // Not Linux: the trace that reads the name is Linux-only too.
+  }
+}
+
 /** The calling thread's id (Linux: a thread is a task with its own id), or undefined elsewhere. */
 function threadId(): number | undefined {
   try {
@@ -171,7 +184,11 @@ interface RoundTrips {
   readonly rtts: number[];
 }
 
+/** The prober thread's name in traces of the machine. */
+const PROBER_THREAD_NAME = 'kvprober';
+
 function runProber(port: number, crlf: boolean, nice: number | undefined): void {
+  nameThread(PROBER_THREAD_NAME);
   const niceGot = nice === undefined ? undefined : raiseThreadPriority(nice);
   const tid = threadId();
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });

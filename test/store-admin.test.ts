@@ -10,6 +10,7 @@ import { BACKGROUND_NICE } from '../services/store/background-thread-priority.ts
 import { BALLAST_STEP_BYTES } from '../services/store/gc-ballast.ts';
 import { FOOTPRINT_FACTOR } from '../services/store/kv-engine.ts';
 import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/malloc-tuning.ts';
+import { PAGE_THREAD_NAME } from '../services/store/page-source.ts';
 
 afterEach(destroyAll);
 
@@ -337,8 +338,11 @@ describe('main.ts', () => {
       // The child spawned without the threshold logged its ready line (on the same stdout: exec
       // keeps the PID and its pipes) with the threshold added to the tunables it was given.
       expect(ready(bare).mallocMmapThreshold).toBe(MMAP_THRESHOLD_BYTES);
-      // With the threshold, the record arena's pages come from a thread of their own (page-source.ts).
+      // With the threshold, the record arena's pages come from a thread of their own (page-source.ts),
+      // named so that ps -L, top -H and traces tell it from other Node worker threads.
       expect(ready(bare).arenaPagesThreaded).toBe(true);
+      const names = readdirSync(`/proc/${bare.pid}/task`).map((tid) => readFileSync(`/proc/${bare.pid}/task/${tid}/comm`, 'utf8').trim());
+      expect(names.filter((n) => n === PAGE_THREAD_NAME)).toHaveLength(1);
       expect(readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').split('\0').some((arg) => arg.endsWith(storeScript))).toBe(true);
       // A threshold the operator set is kept.
       expect(ready(own).mallocMmapThreshold).toBe(131072);

@@ -40,11 +40,15 @@ export const THIS_THREAD_PAGES: PageSource = {
 /** By default, a page that takes longer than this comes from the serving thread, and so do all after it. */
 const ROUND_TRIP_LIMIT_MS = 1000;
 
-// CommonJS, evaluated as the worker's whole program: answers each size, in order, with a
-// buffer, transferred, or with null when it cannot be allocated, then counts the answer
-// and wakes the serving thread if it waits.
+/** The page thread's name (Linux: its comm), for `top -H`, `ps -L` and traces: Node names every worker thread "WorkerThread". */
+export const PAGE_THREAD_NAME = 'kvstore-pages';
+
+// CommonJS, evaluated as the worker's whole program: names its thread (where it can), then
+// answers each size, in order, with a buffer, transferred, or with null when it cannot be
+// allocated, then counts the answer and wakes the serving thread if it waits.
 const WORKER_SOURCE = `
-const { workerData: { port, flag } } = require('node:worker_threads');
+const { workerData: { port, flag, name } } = require('node:worker_threads');
+try { require('node:fs').writeFileSync('/proc/thread-self/comm', name); } catch {}
 port.on('message', (bytes) => {
   let page = null;
   try {
@@ -99,7 +103,7 @@ export class ThreadPageSource implements PageSource {
     this.#roundTripLimitMs = roundTripLimitMs;
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.#flag }, transferList: [port2] });
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.#flag, name: PAGE_THREAD_NAME }, transferList: [port2] });
     // It only answers, so once it runs it must not keep the process alive; until then it
     // does, or a process with nothing else to wait for would end before ready() resolved.
     // An error of its own only turns it off.
