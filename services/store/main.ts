@@ -17,9 +17,9 @@ import { startStoreService } from './store-service.ts';
  * engine grows (see gc-ballast.ts): with 300 (a limit of ~48 MB) one full collection still
  * came in every 8,000,000-key load, started for the allocation limit at 13 MB of heap (a
  * 1.8-3.9 ms pause on the serving thread, V8's threads marking meanwhile; four of four
- * alternating with 500); with 500 (~72 MB) none came in nine. The heap holds at most that much between collections, and
- * fills it only as slowly as the store promotes garbage (~3 MB per 8,000,000 SETs). A flag
- * given on the command line wins.
+ * alternating with 500); with 500 (~72 MB) none came in nine. The heap holds at most that
+ * much between collections, and fills it only as slowly as the store promotes garbage
+ * (~3 MB per 8,000,000 SETs). A flag given on the command line wins.
  */
 const HEAP_GROWING_PERCENT = 500;
 if (!process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent/.test(arg))) {
