@@ -54,7 +54,8 @@
 //                 thread did meanwhile: on a CPU, stolen there, ready but off a CPU
 //                 (preempted), asleep (waiting for input, or woken and not yet run). And
 //                 `serverPreemptedBy`: the threads that had the serving thread's CPU while it
-//                 was ready to run, and for how long. Both servers alike.
+//                 was ready to run, and for how long (the server's own marked "(same
+//                 process)"; the prober's thread is "kvprober"). Both servers alike.
 //   --rounds N    runs every target N times, in turn (default 1), and ends with a table of
 //                 the measured phase's figures (load, sweep or overwrite): medians with
 //                 their ranges over all rounds, and over the quiet ones, those in which no

@@ -16,6 +16,7 @@
 //
 // The same recording tells who had the server's CPU while its thread was ready to run
 // (switched out still runnable): the other threads that take its core for milliseconds.
+import { readdirSync } from 'node:fs';
 import { perfTracepointUnavailable, startPerfRecord } from './perf-record.ts';
 
 /** The CPU's running time between two samples (perf's cpu-clock period), in ms. */
@@ -128,13 +129,17 @@ export interface OffCpu {
   readonly asleep: Stretch[];
 }
 
+/** Appended to a taker's name when it is a thread of the traced thread's own process. */
+export const OWN_PROCESS_MARK = ' (same process)';
+
 /**
  * The stretches thread `tid` spent off a CPU, from each switch out to its next switch in,
  * sorted: switched out still runnable (state R) is ready, and put down to the thread that
  * took its CPU (its command name up to a `/` or `:`, so per-CPU kernel threads count as
- * one); otherwise asleep.
+ * one; marked with OWN_PROCESS_MARK when its id is in `ownThreads`, as threads of the same
+ * name run in other processes: every Node process has its V8Workers); otherwise asleep.
  */
-export function offCpuOf(lines: Iterable<string>, tid: number): OffCpu {
+export function offCpuOf(lines: Iterable<string>, tid: number, ownThreads: ReadonlySet<number> = new Set()): OffCpu {
   const ready: Preempted[] = [];
   const asleep: Stretch[] = [];
   let outAt = -1;
@@ -147,7 +152,7 @@ export function offCpuOf(lines: Iterable<string>, tid: number): OffCpu {
     const ms = Number(m[3]) * 1000;
     if (Number(sw[2]) === tid) {
       outAt = ms;
-      taker = sw[3]!.startsWith('R') ? sw[4]!.replace(/[/:].*/, '') : undefined;
+      taker = sw[3]!.startsWith('R') ? sw[4]!.replace(/[/:].*/, '') + (ownThreads.has(Number(sw[5])) ? OWN_PROCESS_MARK : '') : undefined;
     } else if (Number(sw[5]) === tid && outAt >= 0) {
       if (taker === undefined) asleep.push({ fromMs: outAt, toMs: ms });
       else ready.push({ fromMs: outAt, toMs: ms, by: taker });
@@ -202,6 +207,15 @@ export interface StealTrace {
   stop(server: number, prober: number | undefined): Promise<{ stolen: Stretch[]; server: ServerTrace }>;
 }
 
+/** The thread ids of process `pid` now (Linux), or none when it cannot be read. */
+function threadsOf(pid: number): Set<number> {
+  try {
+    return new Set(readdirSync(`/proc/${pid}/task`).map(Number));
+  } catch {
+    return new Set();
+  }
+}
+
 /** Starts recording every CPU's samples and switches, on CLOCK_MONOTONIC. */
 export async function startStealTrace(): Promise<StealTrace> {
   const recording = await startPerfRecord(['-a', '-k', 'CLOCK_MONOTONIC', '-e', `cpu-clock/period=${STEAL_SAMPLE_PERIOD_MS * 1e6}/`, '-e', 'sched:sched_switch']);
@@ -209,7 +223,7 @@ export async function startStealTrace(): Promise<StealTrace> {
     async stop(server: number, prober: number | undefined) {
       const lines = await recording.stop('tid,cpu,time,event,trace');
       const stolen = stolenStretchesOf(lines, new Set(prober === undefined ? [server] : [server, prober]));
-      const off = offCpuOf(lines, server);
+      const off = offCpuOf(lines, server, threadsOf(server));
       const own = { ...off, stolen: mergeStretches(stolen.filter((st) => st.tid === server)), preemptedBy: preemptionsOf(off.ready).slice(0, 5) };
       return { stolen: mergeStretches(stolen), server: own };
     },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { coveredMs, lessStolen, mergeStretches, offCpuOf, preemptionsOf, stolenStretchesOf, windowOf } from '../bench/thread-steal.ts';
+import { coveredMs, lessStolen, mergeStretches, offCpuOf, OWN_PROCESS_MARK, preemptionsOf, stolenStretchesOf, windowOf } from '../bench/thread-steal.ts';
 
 // `perf script -F tid,cpu,time,event,trace` lines: the tid is the thread on the CPU at the event.
 const sample = (tid: number, cpu: number, s: number) => `${String(tid).padStart(6)} [00${cpu}] ${s.toFixed(6)}: cpu-clock/period=500000/: `;
@@ -102,6 +102,21 @@ describe('thread steal: who had the server’s CPU while it was ready to run', (
     expect(got[0]).toEqual({ by: 'V8Worker', times: 2, totalMs: 5, longestMs: 4 });
     expect(got[1]!.times).toBe(1);
     expect(got[1]!.totalMs).toBeCloseTo(0.1, 6);
+  });
+
+  it('tells a thread of the server\'s own process from one of the same name in another', () => {
+    const OWN_WORKER = 101;
+    const lines = [
+      switchTo(SERVER, 0, 1.0, OWN_WORKER, 'R', 'V8Worker'), // the server's own V8 thread
+      switchTo(OWN_WORKER, 0, 1.004, SERVER),
+      switchTo(SERVER, 0, 1.01, OTHER, 'R', 'V8Worker'), // another process's
+      switchTo(OTHER, 0, 1.011, SERVER),
+    ];
+    const got = preemptionsOf(offCpuOf(lines, SERVER, new Set([SERVER, OWN_WORKER])).ready);
+    expect(got).toEqual([
+      { by: `V8Worker${OWN_PROCESS_MARK}`, times: 1, totalMs: 4, longestMs: 4 },
+      { by: 'V8Worker', times: 1, totalMs: 1, longestMs: 1 },
+    ]);
   });
 });
 
