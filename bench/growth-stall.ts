@@ -132,14 +132,12 @@ function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: S
 }
 
 /**
- * Puts the calling thread (the prober) at the highest priority the process may give it, so
+ * Puts thread `tid` (the prober, the calling thread) at the highest priority the process may give it, so
  * the round trips it records are the server's delay and not its own wait for a core on a
  * machine the loader and the server keep busy. Linux only (a thread is a task with its own
  * id there); returns the nice value it got, or undefined when it could not.
  */
-function raiseThreadPriority(nice: number): number | undefined {
-  const tid = threadId();
-  if (tid === undefined) return undefined;
+function raiseThreadPriority(tid: number, nice: number): number | undefined {
   try {
     setPriority(tid, nice);
     return getPriority(tid);
@@ -190,8 +188,8 @@ const PROBER_THREAD_NAME = 'kvprober';
 
 function runProber(port: number, crlf: boolean, nice: number | undefined): void {
   nameThread(PROBER_THREAD_NAME);
-  const niceGot = nice === undefined ? undefined : raiseThreadPriority(nice);
   const tid = threadId();
+  const niceGot = nice === undefined || tid === undefined ? undefined : raiseThreadPriority(tid, nice);
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });
   const sent: number[] = [];
   let head = 0;

@@ -97,8 +97,7 @@ const trace = opts['trace-turns'] ? await startTurnTrace(store.pid!) : undefined
 for (const s of flooders) s.write(burst);
 
 const sampler = startFloodSampler(store.pid!, port);
-const probed = prober.run(durationMs);
-const { pings: probes, usages } = await probed;
+const { pings: probes, usages } = await prober.run(durationMs);
 const pings = probes.map((p) => p.ms);
 /** When each PING was sent, ms after the flood was written: whether the worst came with the first reads or later. */
 const pingSentAt = probes.map((p) => p.sentAtMs);

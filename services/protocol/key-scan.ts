@@ -33,17 +33,16 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
   const maxLines = lfs === undefined ? 0 : lfs.length;
   const enoughLines = enough === undefined ? Infinity : enough.lines;
   const enoughKeys = enough === undefined ? 0 : enough.keys;
-  let lines = 0;
-  let passed = 0;
+  let lines = 0; // complete lines passed: each turn of the loop passes one, or stops
   let count = 0;
   let pos = from;
-  while (pos < end && count < max && (passed < enoughLines || count < enoughKeys)) {
-    passed++;
+  while (pos < end && count < max && (lines < enoughLines || count < enoughKeys)) {
     let i = pos;
     while (i < end && buf[i] !== SPACE && buf[i] !== LF) i++;
     if (i >= end) break;
     if (buf[i] === LF) {
-      if (lines < maxLines) lfs![lines++] = i;
+      if (lines < maxLines) lfs![lines] = i;
+      lines++;
       pos = i + 1; // a line of one word: no key
       continue;
     }
@@ -54,7 +53,8 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
     if (j >= end) break;
     const lf = buf[j] === LF ? j : indexOfLf(buf, j, end);
     if (lf < 0) break; // an incomplete line: its key may not be all there yet
-    if (lines < maxLines) lfs![lines++] = lf;
+    if (lines < maxLines) lfs![lines] = lf;
+    lines++;
     if (j > keyStart && j - keyStart <= MAX_KEY_BYTES) {
       starts[count] = keyStart;
       ends[count] = j;
@@ -62,6 +62,6 @@ export function scanKeys(buf: Uint8Array, end: number, starts: Int32Array, ends:
     }
     pos = lf + 1;
   }
-  if (lineEnds !== undefined) lineEnds.count = lines;
+  if (lineEnds !== undefined) lineEnds.count = Math.min(lines, maxLines);
   return count;
 }

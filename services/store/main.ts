@@ -1,10 +1,10 @@
 // First: the process may replace itself with a fixed malloc threshold (malloc-tuning.ts).
 import './with-malloc-threshold.ts';
-import { setFlagsFromString } from 'node:v8';
 import { loadStoreConfig } from '../shared/config.ts';
 import { runService } from '../shared/run-service.ts';
 import { lowerV8WorkerPriority } from './background-thread-priority.ts';
 import { startStoreService } from './store-service.ts';
+import { defaultV8Flag } from './v8-flag-defaults.ts';
 
 /**
  * V8's heap-growing factor for the store: the next full collection comes when the
@@ -22,10 +22,8 @@ import { startStoreService } from './store-service.ts';
  * (~3 MB per 8,000,000 SETs). A flag given on the command line wins.
  */
 const HEAP_GROWING_PERCENT = 500;
-if (!process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent/.test(arg))) {
-  // Read by V8 each time it sets the heap's next limit, so setting it now takes effect.
-  setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-}
+// Read by V8 each time it sets the heap's next limit, so setting it now takes effect.
+defaultV8Flag(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 
 /**
  * V8's memory reducer, off in the isolates made from here on. It starts full collections on a
@@ -39,9 +37,7 @@ if (!process.execArgv.some((arg) => /^--heap[-_]growing[-_]percent/.test(arg))) 
  * keeps its reducer, which starts only while the store allocates little (idle). A flag given
  * on the command line (which turns it off in every isolate) wins.
  */
-if (!process.execArgv.some((arg) => /^--(no-)?memory[-_]reducer(=|$)/.test(arg))) {
-  setFlagsFromString('--no-memory-reducer');
-}
+defaultV8Flag('--no-memory-reducer');
 
 // The serving thread first on a contended core (see background-thread-priority.ts).
 const backgroundThreadsLowered = lowerV8WorkerPriority();
