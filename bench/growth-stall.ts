@@ -2,7 +2,7 @@
 //
 //   node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes 100]
 //        [--ttl 2] [--conns 2] [--batch 256] [--target kvstack|redis|kvstack-no-saves|both]
-//        [--kvload <path>] [--prober-nice N] [--server-nice N] [--server-cpus L --client-cpus L]
+//        [--kvload <path>] [--prober-nice N] [--prober-fifo] [--server-nice N] [--server-cpus L --client-cpus L]
 //        [--store-node-args="..."]
 //        [--trace-turns] [--trace-steal] [--rounds N]
 //
@@ -30,6 +30,14 @@
 //                 prober at normal priority waits for a core too, and its worst round trip
 //                 is partly its own scheduling; raised, it measures the server's delay.
 //                 Reports the nice value it got (or "unchanged") and p99/p99.9 per phase.
+//                 A nice value orders threads only within their scheduling group, though:
+//                 with autogroup on (most distributions), each session is a group, and the
+//                 server and kvload run in sessions of their own, so the prober still waits
+//                 for them, up to a scheduler tick (4 ms at 250 Hz).
+//   --prober-fifo  runs the prober's thread in the real-time class (SCHED_FIFO, priority 1,
+//                 with chrt; root only): it runs as soon as it wakes, whatever group wants
+//                 the CPU, so its wake-up is no longer part of the round trip. It does a
+//                 few microseconds of work per millisecond. Reported as proberFifo.
 //   --server-nice N  runs the server's serving thread (the process's main thread: the
 //                 store's event loop, Redis's) at nice N (root for below 0); the other
 //                 threads keep theirs. With the loader and the prober on the same two
@@ -52,7 +60,12 @@
 //                 the other CPU, a thread waiting for a core, a halted CPU woken late).
 //                 Its `worst` are the three longest of those, each with what the serving
 //                 thread did meanwhile: on a CPU, stolen there, ready but off a CPU
-//                 (preempted), asleep (waiting for input, or woken and not yet run). And
+//                 (preempted), asleep (waiting for input, or woken and not yet run); and its
+//                 `path` (bench/round-trip-path.ts, from the serving thread's epoll returns,
+//                 reads and writes): `unreadMs`, at least how long the PING could not be read
+//                 yet (turns began without it); `toReply`, the serving thread from then to its
+//                 reply's write (the server's own delay is within it); `backMs`, from that
+//                 write to the prober's read (the way back and the prober's wake-up). And
 //                 `serverPreemptedBy`: the threads that had the serving thread's CPU while it
 //                 was ready to run, and for how long (the server's own marked "(same
 //                 process)"; the prober's thread is "kvprober"). Both servers alike.
@@ -79,10 +92,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { pipelineLines } from '../services/client/line-pipeline.ts';
+import { PONG_REPLY } from '../services/protocol/replies.ts';
 import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 import { stealStopwatch } from './process-cpu.ts';
+import { pathOf, type ServerLoop } from './round-trip-path.ts';
 import { renderStallRounds, type StallPhase } from './stall-rounds.ts';
 import { coveredMs, lessStolen, startStealTrace, stealTraceUnavailable, windowOf, type ServerTrace, type Stretch } from './thread-steal.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
@@ -119,15 +134,25 @@ function phaseStats(rtts: readonly number[]): PhaseStats {
 }
 
 /** A phase's figures with the stretches `stolen` took from the server's and the prober's threads taken out of each round trip. */
-function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: ServerTrace) {
+function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: ServerTrace, loop: ServerLoop | undefined) {
   const n = trips.sent.length;
   const threadsStolenMs = n === 0 ? 0 : coveredMs(stolen, trips.sent[0]!, trips.sent[n - 1]! + trips.rtts[n - 1]!);
   const less = lessStolen(trips.sent, trips.rtts, stolen);
-  // The three longest round trips less steal, each with what the serving thread did meanwhile.
+  // The three longest round trips less steal, each with what the serving thread did
+  // meanwhile, and where on its way the PING spent the time (round-trip-path.ts).
   const worst = [...less.keys()]
     .sort((a, b) => less[b]! - less[a]!)
     .slice(0, 3)
-    .map((i) => ({ rttMs: +trips.rtts[i]!.toFixed(2), lessStealMs: +less[i]!.toFixed(2), server: windowOf(server, trips.sent[i]!, trips.sent[i]! + trips.rtts[i]!) }));
+    .map((i) => {
+      const sent = trips.sent[i]!;
+      const path = loop === undefined ? undefined : pathOf(loop, sent, trips.rtts[i]!);
+      return {
+        rttMs: +trips.rtts[i]!.toFixed(2),
+        lessStealMs: +less[i]!.toFixed(2),
+        server: windowOf(server, sent, sent + trips.rtts[i]!),
+        ...(path === undefined ? {} : { path: { unreadMs: path.unreadMs, toReply: windowOf(server, path.fromMs, path.replyMs), backMs: path.backMs } }),
+      };
+    });
   return { ...phaseStats([...less]), threadsStolenMs: Math.round(threadsStolenMs), worst };
 }
 
@@ -144,6 +169,14 @@ function raiseThreadPriority(tid: number, nice: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Why chrt cannot run a thread in the real-time class here (--prober-fifo), or undefined when it can. */
+function realTimeUnavailable(): string | undefined {
+  const r = spawnSync('chrt', ['-f', '1', 'true'], { encoding: 'utf8' });
+  if (r.error !== undefined) return `chrt is not on PATH (${r.error.message})`;
+  if (r.status !== 0) return `chrt could not run a thread in SCHED_FIFO here (root needed): ${r.stderr.trim()}`;
+  return undefined;
 }
 
 /**
@@ -183,13 +216,17 @@ interface RoundTrips {
   readonly rtts: number[];
 }
 
+/** Redis's reply to PING (RESP), for the steal trace to tell the prober's connection by. */
+const REDIS_PONG_BYTES = '+PONG\r\n'.length;
+
 /** The prober thread's name in traces of the machine. */
 const PROBER_THREAD_NAME = 'kvprober';
 
-function runProber(port: number, crlf: boolean, nice: number | undefined): void {
+function runProber(port: number, crlf: boolean, nice: number | undefined, fifo: boolean): void {
   nameThread(PROBER_THREAD_NAME);
   const tid = threadId();
   const niceGot = nice === undefined || tid === undefined ? undefined : raiseThreadPriority(tid, nice);
+  const fifoGot = fifo && tid !== undefined && spawnSync('chrt', ['-f', '-p', '1', String(tid)], { stdio: 'ignore' }).status === 0;
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });
   const sent: number[] = [];
   let head = 0;
@@ -228,14 +265,14 @@ function runProber(port: number, crlf: boolean, nice: number | undefined): void 
       clearInterval(timer);
       sock.destroy();
       phases.delete('start');
-      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged', proberTid: tid });
+      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged', proberFifo: fifoGot, proberTid: tid });
     }
   });
 }
 
 if (!isMainThread) {
-  const { port, crlf, nice } = workerData as { port: number; crlf: boolean; nice: number | undefined };
-  runProber(port, crlf, nice);
+  const { port, crlf, nice, fifo } = workerData as { port: number; crlf: boolean; nice: number | undefined; fifo: boolean };
+  runProber(port, crlf, nice, fifo);
 } else {
   await main();
 }
@@ -254,6 +291,7 @@ async function main(): Promise<void> {
       target: { type: 'string', default: 'kvstack' },
       kvload: { type: 'string' },
       'prober-nice': { type: 'string' },
+      'prober-fifo': { type: 'boolean', default: false },
       'server-nice': { type: 'string' },
       'server-cpus': { type: 'string' },
       'client-cpus': { type: 'string' },
@@ -265,7 +303,7 @@ async function main(): Promise<void> {
     },
   });
   if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--server-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--trace-steal] [--rounds N]');
+    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--prober-fifo] [--server-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--trace-steal] [--rounds N]');
     return;
   }
   const mode = opts.mode;
@@ -287,12 +325,15 @@ async function main(): Promise<void> {
     conns: count('conns', opts.conns),
     batch: count('batch', opts.batch),
     proberNice: niceOption('prober-nice', opts['prober-nice']),
+    proberFifo: opts['prober-fifo'],
     serverNice: niceOption('server-nice', opts['server-nice']),
     traceTurns: opts['trace-turns'],
     traceSteal: opts['trace-steal'],
   };
   const untraceable = settings.traceTurns ? turnTraceUnavailable() : undefined;
   if (untraceable !== undefined) throw new Error(`--trace-turns: ${untraceable}`);
+  const noFifo = settings.proberFifo ? realTimeUnavailable() : undefined;
+  if (noFifo !== undefined) throw new Error(`--prober-fifo: ${noFifo}`);
   const noStealTrace = settings.traceSteal ? stealTraceUnavailable() : undefined;
   if (noStealTrace !== undefined) throw new Error(`--trace-steal: ${noStealTrace}`);
   if ((opts['server-cpus'] === undefined) !== (opts['client-cpus'] === undefined)) throw new Error('--server-cpus and --client-cpus go together');
@@ -447,6 +488,7 @@ interface Settings {
   readonly conns: number;
   readonly batch: number;
   readonly proberNice: number | undefined;
+  readonly proberFifo: boolean;
   readonly serverNice: number | undefined;
   readonly traceTurns: boolean;
   readonly traceSteal: boolean;
@@ -460,17 +502,19 @@ function niceOption(name: string, text: string | undefined): number | undefined 
 }
 
 async function measure(target: Target, s: Settings) {
-  const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis, nice: s.proberNice } });
+  const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis, nice: s.proberNice, fifo: s.proberFifo } });
   let proberNice: number | string = 'unchanged';
+  let proberFifo = false;
   const ready = new Promise<void>((resolve, reject) => {
     prober.on('message', (m: { ready?: boolean }) => m.ready && resolve());
     prober.on('error', reject);
   });
   let proberTid: number | undefined;
   const report = new Promise<Record<string, RoundTrips>>((resolve, reject) => {
-    prober.on('message', (m: { phases?: Record<string, RoundTrips>; proberNice?: number | string; proberTid?: number; error?: string }) => {
+    prober.on('message', (m: { phases?: Record<string, RoundTrips>; proberNice?: number | string; proberFifo?: boolean; proberTid?: number; error?: string }) => {
       if (m.error) reject(new Error(`prober: ${m.error}`));
       if (m.proberNice !== undefined) proberNice = m.proberNice;
+      if (m.proberFifo !== undefined) proberFifo = m.proberFifo;
       if (m.proberTid !== undefined) proberTid = m.proberTid;
       if (m.phases) resolve(m.phases);
     });
@@ -501,7 +545,8 @@ async function measure(target: Target, s: Settings) {
 
   await ready; // the prober has started and made its warm-up round trips
   const trace = s.traceTurns && !target.redis ? await startTurnTrace(target.child.pid!) : undefined;
-  const stealTrace = s.traceSteal ? await startStealTrace() : undefined;
+  // The serving thread is the process's main thread: its id is the pid (Redis's and Node's).
+  const stealTrace = s.traceSteal ? await startStealTrace(target.child.pid!, target.redis ? REDIS_PONG_BYTES : PONG_REPLY.length) : undefined;
   const load = writeAll(target, s, line);
   startPhase('load');
   const t0 = nowMs();
@@ -545,13 +590,13 @@ async function measure(target: Target, s: Settings) {
   prober.postMessage({ report: true });
   const phases = await report;
   await prober.terminate();
-  // The serving thread is the process's main thread: its id is the pid (Redis's and Node's).
-  const traced = stealTrace === undefined ? undefined : await stealTrace.stop(target.child.pid!, proberTid);
+  const traced = stealTrace === undefined ? undefined : await stealTrace.stop(proberTid);
   if (traced !== undefined) result.serverPreemptedBy = traced.server.preemptedBy;
   for (const [name, trips] of Object.entries(phases)) {
-    const lessSteal = traced === undefined ? {} : { lessSteal: lessStealStats(trips, traced.stolen, traced.server) };
+    const lessSteal = traced === undefined ? {} : { lessSteal: lessStealStats(trips, traced.stolen, traced.server, traced.loop) };
     result[name] = { ...phaseStats(trips.rtts), ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name], ...lessSteal };
   }
   result.proberNice = proberNice;
+  if (s.proberFifo) result.proberFifo = proberFifo;
   return result;
 }

@@ -16,6 +16,9 @@ export function perfTracepointUnavailable(event: string): string | undefined {
   return undefined;
 }
 
+/** A line of `perf script -F tid,cpu,time,event,trace`: tid, cpu, seconds, event, its fields. */
+export const TRACE_LINE = /^\s*(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):\s+(\S+):(?:\s(.*))?$/;
+
 export interface PerfRecording {
   /** Stops recording and returns `perf script -F <fields>` of what it recorded, as lines. */
   stop(fields: string): Promise<string[]>;

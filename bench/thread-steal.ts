@@ -16,8 +16,11 @@
 //
 // The same recording tells who had the server's CPU while its thread was ready to run
 // (switched out still runnable): the other threads that take its core for milliseconds.
+// It also holds the serving thread's event-loop turns and its calls on the prober's
+// connection, for where each slow round trip spent its time (round-trip-path.ts).
 import { readdirSync } from 'node:fs';
-import { perfTracepointUnavailable, startPerfRecord } from './perf-record.ts';
+import { perfTracepointUnavailable, startPerfRecord, TRACE_LINE } from './perf-record.ts';
+import { SERVER_LOOP_EVENTS, serverLoopOf, type ServerLoop } from './round-trip-path.ts';
 
 /** The CPU's running time between two samples (perf's cpu-clock period), in ms. */
 export const STEAL_SAMPLE_PERIOD_MS = 0.5;
@@ -30,8 +33,6 @@ export interface Stretch {
   readonly toMs: number;
 }
 
-/** `tid [cpu] seconds: event: fields` from `perf script -F tid,cpu,time,event,trace`. */
-const LINE = /^\s*(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):\s+(\S+):(?:\s(.*))?$/;
 const NEXT_PID = /next_pid=(\d+)/;
 /** ms to two decimals, for the report. */
 const round2 = (ms: number): number => Math.round(ms * 100) / 100;
@@ -51,7 +52,7 @@ export function stolenStretchesOf(lines: Iterable<string>, tids: ReadonlySet<num
   const last = new Map<number, number>(); // cpu -> its last event (ms)
   const stretches: ThreadStretch[] = [];
   for (const line of lines) {
-    const m = LINE.exec(line);
+    const m = TRACE_LINE.exec(line);
     if (m === null) continue;
     const tid = Number(m[1]);
     const cpu = Number(m[2]);
@@ -145,7 +146,7 @@ export function offCpuOf(lines: Iterable<string>, tid: number, ownThreads: Reado
   let outAt = -1;
   let taker: string | undefined; // set when preempted
   for (const line of lines) {
-    const m = LINE.exec(line);
+    const m = TRACE_LINE.exec(line);
     if (m === null || m[4] !== 'sched:sched_switch') continue;
     const sw = SWITCH.exec(m[5] ?? '');
     if (sw === null) continue;
@@ -201,10 +202,12 @@ export function windowOf(thread: OffCpu & { readonly stolen: readonly Stretch[] 
 
 export interface StealTrace {
   /**
-   * Stops recording; returns the stretches `server` (the serving thread) and `prober` lost,
-   * merged, and who had the server's CPU while it was ready to run (the five that took most).
+   * Stops recording; returns the stretches the serving thread and `prober` lost, merged;
+   * the serving thread's trace, with who had its CPU while it was ready to run (the five
+   * that took most); and its loop (round-trip-path.ts), when the kernel has the syscall
+   * tracepoints.
    */
-  stop(server: number, prober: number | undefined): Promise<{ stolen: Stretch[]; server: ServerTrace }>;
+  stop(prober: number | undefined): Promise<{ stolen: Stretch[]; server: ServerTrace; loop: ServerLoop | undefined }>;
 }
 
 /** The thread ids of process `pid` now (Linux), or none when it cannot be read. */
@@ -216,16 +219,21 @@ function threadsOf(pid: number): Set<number> {
   }
 }
 
-/** Starts recording every CPU's samples and switches, on CLOCK_MONOTONIC. */
-export async function startStealTrace(): Promise<StealTrace> {
-  const recording = await startPerfRecord(['-a', '-k', 'CLOCK_MONOTONIC', '-e', `cpu-clock/period=${STEAL_SAMPLE_PERIOD_MS * 1e6}/`, '-e', 'sched:sched_switch']);
+/**
+ * Starts recording every CPU's samples and switches, on CLOCK_MONOTONIC, and the loop of
+ * the serving thread `server` (the process's main thread: its id is the pid), whose reply
+ * to one PING is `pongBytes` long.
+ */
+export async function startStealTrace(server: number, pongBytes: number): Promise<StealTrace> {
+  const loopEvents = perfTracepointUnavailable(SERVER_LOOP_EVENTS[0]) === undefined ? SERVER_LOOP_EVENTS.flatMap((e) => ['-e', e, '--filter', `common_pid == ${server}`]) : [];
+  const recording = await startPerfRecord(['-a', '-k', 'CLOCK_MONOTONIC', '-e', `cpu-clock/period=${STEAL_SAMPLE_PERIOD_MS * 1e6}/`, '-e', 'sched:sched_switch', ...loopEvents]);
   return {
-    async stop(server: number, prober: number | undefined) {
+    async stop(prober: number | undefined) {
       const lines = await recording.stop('tid,cpu,time,event,trace');
       const stolen = stolenStretchesOf(lines, new Set(prober === undefined ? [server] : [server, prober]));
       const off = offCpuOf(lines, server, threadsOf(server));
       const own = { ...off, stolen: mergeStretches(stolen.filter((st) => st.tid === server)), preemptedBy: preemptionsOf(off.ready).slice(0, 5) };
-      return { stolen: mergeStretches(stolen), server: own };
+      return { stolen: mergeStretches(stolen), server: own, loop: loopEvents.length === 0 ? undefined : serverLoopOf(lines, server, pongBytes) };
     },
   };
 }
