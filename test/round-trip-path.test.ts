@@ -4,7 +4,7 @@ import { pathOf, serverLoopOf } from '../bench/round-trip-path.ts';
 // `perf script -F tid,cpu,time,event,trace` lines of the syscall tracepoints.
 const at = (tid: number, ms: number) => `${String(tid).padStart(6)} [000] ${(ms / 1000).toFixed(6)}:`;
 const hex = (n: number) => `0x${n.toString(16).padStart(8, '0')}`;
-const turn = (tid: number, ms: number, call = 'epoll_pwait') => `${at(tid, ms)} syscalls:sys_exit_${call}: 0x1`;
+const poll = (tid: number, ms: number, call = 'epoll_wait') => `${at(tid, ms)} syscalls:sys_exit_${call}: 0x1`;
 const write = (tid: number, ms: number, fd: number, count: number) => `${at(tid, ms)} syscalls:sys_enter_write: fd: ${hex(fd)}, buf: 0x00007f0000001000, count: ${hex(count)}`;
 const read = (tid: number, ms: number, fd: number) => `${at(tid, ms)} syscalls:sys_enter_read: fd: ${hex(fd)}, buf: 0x00007f0000002000, count: 0x00010000`;
 
@@ -17,13 +17,13 @@ const PONG = 5;
 const PROBER_FD = 12;
 const LOADER_FD = 13;
 
-describe('round-trip path: the serving thread\'s loop from a trace', () => {
+describe('round-trip path: the serving thread\'s polls and calls from a trace', () => {
   it('takes the turns and the prober connection\'s calls of the serving thread only', () => {
     const loop = serverLoopOf(
       [
-        turn(SERVER, 1000),
-        turn(SERVER, 1001, 'epoll_wait'), // Redis's call
-        turn(OTHER, 1001.5), // another thread's loop
+        poll(SERVER, 1000),
+        poll(SERVER, 1001),
+        poll(OTHER, 1001.5), // another thread's loop
         read(SERVER, 1001.1, PROBER_FD),
         read(SERVER, 1001.2, LOADER_FD),
         write(SERVER, 1001.3, PROBER_FD, PONG),
@@ -34,7 +34,7 @@ describe('round-trip path: the serving thread\'s loop from a trace', () => {
       SERVER,
       PONG,
     );
-    expect(us(loop.turnStarts)).toEqual([1000, 1001]);
+    expect(us(loop.polls)).toEqual([1000, 1001]);
     expect(us(loop.proberReads)).toEqual([1001.1]);
     expect(us(loop.proberWrites)).toEqual([1001.3]);
   });
@@ -50,6 +50,25 @@ describe('round-trip path: the serving thread\'s loop from a trace', () => {
     expect(us(serverLoopOf(lines, SERVER, PONG).proberWrites)).toEqual([3, 4, 5]);
   });
 
+  it('takes the polls the prober\'s reads follow: the add-on\'s epoll_wait inside Node\'s epoll_pwait, or epoll_pwait alone', () => {
+    const nested = serverLoopOf(
+      [
+        poll(SERVER, 1000, 'epoll_pwait'), // Node's loop: the add-on's set is ready
+        poll(SERVER, 1000.01), // the add-on's poll of its client sockets
+        read(SERVER, 1000.02, PROBER_FD),
+        write(SERVER, 1000.1, PROBER_FD, PONG),
+        poll(SERVER, 1001, 'epoll_pwait'),
+        poll(SERVER, 1001.01),
+        read(SERVER, 1001.02, PROBER_FD),
+      ],
+      SERVER,
+      PONG,
+    );
+    expect(us(nested.polls)).toEqual([1000.01, 1001.01]);
+    const plain = serverLoopOf([poll(SERVER, 1000, 'epoll_pwait'), read(SERVER, 1000.02, PROBER_FD), write(SERVER, 1000.1, PROBER_FD, PONG)], SERVER, PONG);
+    expect(us(plain.polls)).toEqual([1000]);
+  });
+
   it('finds no prober connection when nothing wrote one reply', () => {
     const loop = serverLoopOf([write(SERVER, 1, LOADER_FD, 3), read(SERVER, 2, LOADER_FD)], SERVER, PONG);
     expect(loop.proberReads).toHaveLength(0);
@@ -60,11 +79,11 @@ describe('round-trip path: the serving thread\'s loop from a trace', () => {
 describe('round-trip path: where a round trip went', () => {
   const loopOf = (lines: string[]) => serverLoopOf(lines, SERVER, PONG);
 
-  it('counts the turns begun after the send without reading the PING as time before it could be read', () => {
+  it('counts the polls after the send that no read of the prober\'s connection followed as time before the PING could be read', () => {
     const loop = loopOf([
-      turn(SERVER, 999), // began before the send
-      turn(SERVER, 1000.5), // after it, and did not read the prober's connection
-      turn(SERVER, 1002),
+      poll(SERVER, 999), // began before the send
+      poll(SERVER, 1000.5), // after it, and did not read the prober's connection
+      poll(SERVER, 1002),
       read(SERVER, 1002.1, PROBER_FD),
       write(SERVER, 1002.3, PROBER_FD, PONG),
     ]);
@@ -75,8 +94,8 @@ describe('round-trip path: where a round trip went', () => {
     expect(path.backMs).toBeCloseTo(0.2, 6);
   });
 
-  it('counts nothing unread when the turn before the reading one began before the send', () => {
-    const loop = loopOf([turn(SERVER, 999), turn(SERVER, 1003), read(SERVER, 1003.1, PROBER_FD), write(SERVER, 1004, PROBER_FD, PONG)]);
+  it('counts nothing unread when the poll before the reading one came before the send', () => {
+    const loop = loopOf([poll(SERVER, 999), poll(SERVER, 1003), read(SERVER, 1003.1, PROBER_FD), write(SERVER, 1004, PROBER_FD, PONG)]);
     const path = pathOf(loop, 1000, 4.5)!;
     expect(path.unreadMs).toBe(0);
     expect(path.fromMs).toBe(1000);
@@ -85,10 +104,10 @@ describe('round-trip path: where a round trip went', () => {
 
   it('takes the first read after the send, which may be an earlier PING\'s: the unread time stays a lower bound', () => {
     const loop = loopOf([
-      turn(SERVER, 1000.2),
-      turn(SERVER, 1000.4),
+      poll(SERVER, 1000.2),
+      poll(SERVER, 1000.4),
       read(SERVER, 1000.5, PROBER_FD), // the earlier PING's, still waiting in the socket
-      turn(SERVER, 1001),
+      poll(SERVER, 1001),
       read(SERVER, 1001.1, PROBER_FD), // this one's
       write(SERVER, 1001.2, PROBER_FD, PONG),
     ]);
@@ -99,10 +118,10 @@ describe('round-trip path: where a round trip went', () => {
 
   it('takes the last reply written before the prober read it, which may be a later PING\'s: the server\'s stretch errs long', () => {
     const loop = loopOf([
-      turn(SERVER, 1000.5),
+      poll(SERVER, 1000.5),
       read(SERVER, 1000.6, PROBER_FD),
       write(SERVER, 1000.7, PROBER_FD, PONG), // this PING's reply
-      turn(SERVER, 1001.5),
+      poll(SERVER, 1001.5),
       read(SERVER, 1001.6, PROBER_FD),
       write(SERVER, 1001.7, PROBER_FD, PONG), // the next one's, read by the prober with it
     ]);
@@ -112,8 +131,8 @@ describe('round-trip path: where a round trip went', () => {
   });
 
   it('has no path when the trace holds no read or no reply inside the round trip', () => {
-    expect(pathOf(loopOf([turn(SERVER, 1000.5), write(SERVER, 1001, PROBER_FD, PONG)]), 1000, 2)).toBeUndefined();
-    expect(pathOf(loopOf([turn(SERVER, 1000.5), read(SERVER, 1000.6, PROBER_FD), write(SERVER, 990, PROBER_FD, PONG)]), 1000, 2)).toBeUndefined();
+    expect(pathOf(loopOf([poll(SERVER, 1000.5), write(SERVER, 1001, PROBER_FD, PONG)]), 1000, 2)).toBeUndefined();
+    expect(pathOf(loopOf([poll(SERVER, 1000.5), read(SERVER, 1000.6, PROBER_FD), write(SERVER, 990, PROBER_FD, PONG)]), 1000, 2)).toBeUndefined();
     expect(pathOf(loopOf([read(SERVER, 1003, PROBER_FD), write(SERVER, 1003.1, PROBER_FD, PONG)]), 1000, 2)).toBeUndefined();
   });
 });
