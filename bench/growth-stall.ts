@@ -36,8 +36,9 @@
 //                 for them, up to a scheduler tick (4 ms at 250 Hz).
 //   --prober-fifo  runs the prober's thread in the real-time class (SCHED_FIFO, priority 1,
 //                 with chrt; root only): it runs as soon as it wakes, whatever group wants
-//                 the CPU, so its wake-up is no longer part of the round trip. It does a
-//                 few microseconds of work per millisecond. Reported as proberFifo.
+//                 the CPU, so its wake-up is no longer part of the round trip. Not free: a
+//                 Node thread, it runs ~9% of a core, and takes the server's core when it
+//                 wakes there (~0.07 ms a time). Reported as proberFifo.
 //   --server-nice N  runs the server's serving thread (the process's main thread: the
 //                 store's event loop, Redis's) at nice N (root for below 0); the other
 //                 threads keep theirs. With the loader and the prober on the same two
@@ -63,7 +64,7 @@
 //                 (preempted), asleep (waiting for input, or woken and not yet run); and its
 //                 `path` (bench/round-trip-path.ts, from the serving thread's epoll returns,
 //                 reads and writes): `unreadMs`, at least how long the PING could not be read
-//                 yet (turns began without it); `toReply`, the serving thread from then to its
+//                 yet (polls of the sockets came without it); `toReply`, the serving thread from then to its
 //                 reply's write (the server's own delay is within it); `backMs`, from that
 //                 write to the prober's read (the way back and the prober's wake-up). And
 //                 `serverPreemptedBy`: the threads that had the serving thread's CPU while it
