@@ -27,10 +27,11 @@ export const COMMANDS_PER_TURN = 256;
  * And at most this long (ms) of one turn: 256 commands take ~0.2 ms once V8 has optimised
  * the command path, but many times that in the code it runs first (the first few hundred
  * ms of a load) or after a deoptimisation, and every other client waits for the turn.
+ * Half of the turn's budget for pipelined work (TURN_BUDGET_MS).
  * The clock is read every CLOCK_CHECK_LINES lines, so a connection pipelining 256 keeps
  * the budget's cost to a clock read per 16 commands and one at depth 1 reads it never.
  */
-export const TURN_SLICE_MS = 1;
+export const TURN_SLICE_MS = 0.5;
 export const CLOCK_CHECK_LINES = 16;
 /**
  * Where the scan of a read may stop: past CLOCK_CHECK_LINES lines with two keys the read

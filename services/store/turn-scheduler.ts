@@ -5,13 +5,14 @@ import { TurnEnd } from '../shared/turn-batcher.ts';
  * The time (ms) a turn of the event loop gives pipelined work. Reads of many lines do not
  * run where they are read (the poll phase): they wait in line, in the order they came, and
  * a turn end runs the line from its head while this lasts; one that starts runs its own
- * slice (256 commands or 1 ms, client-connection.ts), so a turn's pipelined work stays
- * within about 3 ms however many clients pipeline at once, and the rest wait for the next
- * turns. Without it a turn grew with their number (16 loaders with 256 commands in flight
- * each: 2-8 ms turns; 200 clients flooding without reading: turns of up to 100 ms), and
- * every other client waited for it.
+ * slice (256 commands or 0.5 ms, client-connection.ts), so a turn's pipelined work stays
+ * within about 1.5 ms however many clients pipeline at once, and the rest wait for the
+ * next turns. Without it a turn grew with their number (16 loaders with 256 commands in
+ * flight each: 2-8 ms turns; 200 clients flooding without reading: turns of up to 100 ms),
+ * and every other client waited for it. 1 ms rather than 2: with 16 loaders a PING's p99
+ * fell from 2.8-3.3 to 1.7-2.1 ms and pipelined throughput did not (docs/benchmarks.md).
  */
-export const TURN_BUDGET_MS = 2;
+export const TURN_BUDGET_MS = 1;
 
 /** What a connection does at the turns of the event loop. */
 export interface TurnWork {
