@@ -225,7 +225,7 @@ export default dashboard({
       timeseries({
         title: 'Clients held back and cut off/s',
         description:
-          'Connections that stopped running their pipelined commands to let others run (kvstore_connection_yields_total: reply_bound at 64 KiB of unsent replies, command_budget after 256 commands in a turn, time_slice after 1 ms of a turn: commands running slower than usual, turn_budget when a connection’s pipelined commands waited in line past a turn end because the 2 ms a turn gives pipelined work were spent: many clients pipelining at once), and connections closed because the client took none of its replies for OUTPUT_STALL_TIMEOUT_MS (KvStoreOutputLimitDisconnects).',
+          'Connections that stopped running their pipelined commands to let others run (kvstore_connection_yields_total: reply_bound at 64 KiB of unsent replies, command_budget after 256 commands in a turn, time_slice after 0.5 ms of a turn: commands running slower than usual, turn_budget when a connection’s pipelined commands waited in line past a turn end because the 1 ms a turn gives pipelined work was spent: many clients pipelining at once), and connections closed because the client took none of its replies for OUTPUT_STALL_TIMEOUT_MS (KvStoreOutputLimitDisconnects).',
         unit: 'cps',
         width: 8,
         min: 0,
