@@ -14,9 +14,9 @@
 //
 // The figures lean the server's way, never away from it: `unreadMs` is a lower bound of
 // the PING's time before it could be read (the poll before the one that the first read of
-// the prober's connection after the send followed), and the reply is taken at the last write to that connection
-// before the prober read the reply (the one that answered it, or a later PING's), so the
-// stretch between holds at least the server's own part.
+// the prober's connection after the send followed), and the reply is taken at the last
+// write to that connection before the prober read the reply (the one that answered it, or
+// a later PING's), so the stretch between holds at least the server's own part.
 import { TRACE_LINE } from './perf-record.ts';
 
 /** The serving thread's polls of its client sockets and its calls on the prober's connection (ms on CLOCK_MONOTONIC, sorted). */
