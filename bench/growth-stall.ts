@@ -146,11 +146,12 @@ function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: S
     .slice(0, 3)
     .map((i) => {
       const sent = trips.sent[i]!;
-      const path = loop === undefined ? undefined : pathOf(loop, sent, trips.rtts[i]!);
+      const rtt = trips.rtts[i]!;
+      const path = loop === undefined ? undefined : pathOf(loop, sent, rtt);
       return {
-        rttMs: +trips.rtts[i]!.toFixed(2),
+        rttMs: +rtt.toFixed(2),
         lessStealMs: +less[i]!.toFixed(2),
-        server: windowOf(server, sent, sent + trips.rtts[i]!),
+        server: windowOf(server, sent, sent + rtt),
         ...(path === undefined ? {} : { path: { unreadMs: path.unreadMs, toReply: windowOf(server, path.fromMs, path.replyMs), backMs: path.backMs } }),
       };
     });
@@ -227,7 +228,8 @@ function runProber(port: number, crlf: boolean, nice: number | undefined, fifo: 
   nameThread(PROBER_THREAD_NAME);
   const tid = threadId();
   const niceGot = nice === undefined || tid === undefined ? undefined : raiseThreadPriority(tid, nice);
-  const fifoGot = fifo && tid !== undefined && spawnSync('chrt', ['-f', '-p', '1', String(tid)], { stdio: 'ignore' }).status === 0;
+  // main() checked that chrt can (realTimeUnavailable), so failing here is an error.
+  if (fifo && (tid === undefined || spawnSync('chrt', ['-f', '-p', '1', String(tid)], { stdio: 'ignore' }).status !== 0)) throw new Error('--prober-fifo: chrt could not put the prober thread in SCHED_FIFO');
   const sock = connect({ port, host: '127.0.0.1', noDelay: true });
   const sent: number[] = [];
   let head = 0;
@@ -266,7 +268,7 @@ function runProber(port: number, crlf: boolean, nice: number | undefined, fifo: 
       clearInterval(timer);
       sock.destroy();
       phases.delete('start');
-      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged', proberFifo: fifoGot, proberTid: tid });
+      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged', proberTid: tid });
     }
   });
 }
@@ -505,17 +507,15 @@ function niceOption(name: string, text: string | undefined): number | undefined 
 async function measure(target: Target, s: Settings) {
   const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis, nice: s.proberNice, fifo: s.proberFifo } });
   let proberNice: number | string = 'unchanged';
-  let proberFifo = false;
   const ready = new Promise<void>((resolve, reject) => {
     prober.on('message', (m: { ready?: boolean }) => m.ready && resolve());
     prober.on('error', reject);
   });
   let proberTid: number | undefined;
   const report = new Promise<Record<string, RoundTrips>>((resolve, reject) => {
-    prober.on('message', (m: { phases?: Record<string, RoundTrips>; proberNice?: number | string; proberFifo?: boolean; proberTid?: number; error?: string }) => {
+    prober.on('message', (m: { phases?: Record<string, RoundTrips>; proberNice?: number | string; proberTid?: number; error?: string }) => {
       if (m.error) reject(new Error(`prober: ${m.error}`));
       if (m.proberNice !== undefined) proberNice = m.proberNice;
-      if (m.proberFifo !== undefined) proberFifo = m.proberFifo;
       if (m.proberTid !== undefined) proberTid = m.proberTid;
       if (m.phases) resolve(m.phases);
     });
@@ -598,6 +598,5 @@ async function measure(target: Target, s: Settings) {
     result[name] = { ...phaseStats(trips.rtts), ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name], ...lessSteal };
   }
   result.proberNice = proberNice;
-  if (s.proberFifo) result.proberFifo = proberFifo;
   return result;
 }

@@ -14,6 +14,16 @@ import { PAGE_THREAD_NAME } from '../services/store/page-source.ts';
 
 afterEach(destroyAll);
 
+/** The threads of process `pid` (Linux): id, name (comm) and nice value. */
+function threadsOf(pid: number): { tid: number; name: string; nice: number }[] {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    // comm may hold spaces, so the fields are counted from the ')' that closes it: nice is field 19.
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { tid: Number(tid), name: readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim(), nice: Number(fields[19 - 3]) };
+  });
+}
+
 async function scrape(store: TestStore): Promise<Exposition> {
   const res = await store.admin('/metrics');
   expect(res.status).toBe(200);
@@ -306,12 +316,7 @@ describe('main.ts', () => {
     // V8's background threads run at nice 19, the serving thread at the process's own.
     const lowered = proc.logs.find((l) => l.msg === 'kvstore ready')!.backgroundThreadsLowered as number;
     if (process.platform === 'linux') {
-      const threads = readdirSync(`/proc/${proc.pid}/task`).map((tid) => {
-        // comm may hold spaces, so the fields are counted from the ')' that closes it: nice is field 19.
-        const stat = readFileSync(`/proc/${proc.pid}/task/${tid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        return { tid: Number(tid), name: readFileSync(`/proc/${proc.pid}/task/${tid}/comm`, 'utf8').trim(), nice: Number(fields[19 - 3]) };
-      });
+      const threads = threadsOf(proc.pid);
       const workers = threads.filter((t) => t.name === 'V8Worker');
       expect(workers.length).toBeGreaterThan(0);
       expect(lowered).toBe(workers.length);
@@ -341,8 +346,7 @@ describe('main.ts', () => {
       // With the threshold, the record arena's pages come from a thread of their own (page-source.ts),
       // named so that ps -L, top -H and traces tell it from other Node worker threads.
       expect(ready(bare).arenaPagesThreaded).toBe(true);
-      const names = readdirSync(`/proc/${bare.pid}/task`).map((tid) => readFileSync(`/proc/${bare.pid}/task/${tid}/comm`, 'utf8').trim());
-      expect(names.filter((n) => n === PAGE_THREAD_NAME)).toHaveLength(1);
+      expect(threadsOf(bare.pid).filter((t) => t.name === PAGE_THREAD_NAME)).toHaveLength(1);
       expect(readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').split('\0').some((arg) => arg.endsWith(storeScript))).toBe(true);
       // A threshold the operator set is kept.
       expect(ready(own).mallocMmapThreshold).toBe(131072);
