@@ -8,7 +8,11 @@
 //
 // Starts the store (and/or redis-server) as a child process. A loader pipelines SETs of N
 // keys (default 8,000,000 for --mode load) over a few connections while a prober, on its
-// own thread and connection, sends PING every millisecond and records every round trip.
+// own thread and connection, sends PING every millisecond and records every round trip
+// (bench/stall-prober.ts). Each phase reports its figures, its `longest` round trips with
+// when each was sent (seconds into the phase), and its worst after its first second
+// (`worstAfterFirstSecondMs`): a server that has just started takes up its first pipelined
+// writes then, once, and the worst of a load often falls in its first 100 ms.
 //   --mode load   the worst round trip while the keys go in: the hash table and the slot
 //                 arrays grow the whole time, so a stop-the-world growth shows as a stall.
 //   --mode storm  SETEX with --ttl seconds (default 1,000,000 keys, 2 s): the keys expire
@@ -37,8 +41,8 @@
 //   --prober-fifo  runs the prober's thread in the real-time class (SCHED_FIFO, priority 1,
 //                 with chrt; root only): it runs as soon as it wakes, whatever group wants
 //                 the CPU, so its wake-up is no longer part of the round trip. Not free: a
-//                 Node thread, it runs ~9% of a core, and takes the server's core when it
-//                 wakes there (~0.07 ms a time). Reported as proberFifo.
+//                 Node thread, it runs a few % of a core, and takes the server's core when
+//                 it wakes there (~0.05 ms a time). Reported as proberFifo.
 //   --server-nice N  runs the server's serving thread (the process's main thread: the
 //                 store's event loop, Redis's) at nice N (root for below 0); the other
 //                 threads keep theirs. With the loader and the prober on the same two
@@ -86,19 +90,17 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, getPriority, setPriority, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { pipelineLines } from '../services/client/line-pipeline.ts';
-import { PONG_REPLY } from '../services/protocol/replies.ts';
 import { freePort } from '../services/shared/free-port.ts';
 import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 import { stealStopwatch } from './process-cpu.ts';
 import { pathOf, type ServerLoop } from './round-trip-path.ts';
+import { longestRoundTrips, pongBytes, worstAfter, realTimeUnavailable, StallProber, type RoundTrips } from './stall-prober.ts';
 import { renderStallRounds, type StallPhase } from './stall-rounds.ts';
 import { coveredMs, lessStolen, startStealTrace, stealTraceUnavailable, windowOf, type ServerTrace, type Stretch } from './thread-steal.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
@@ -106,8 +108,8 @@ import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 /** With kvload the keys go in fast: the overwrite phase runs this long, for several saves. */
 const OVERWRITE_SECONDS = 8;
 const nowMs = (): number => performance.timeOrigin + performance.now();
-/** CLOCK_MONOTONIC in ms: the clock `perf record -k CLOCK_MONOTONIC` stamps its events with. */
-const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+/** A phase's longest round trips shown with when they were sent (`longest`). */
+const LONGEST_SHOWN = 5;
 
 interface PhaseStats {
   pings: number;
@@ -157,130 +159,6 @@ function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: S
     });
   return { ...phaseStats([...less]), threadsStolenMs: Math.round(threadsStolenMs), worst };
 }
-
-/**
- * Puts thread `tid` (the prober, the calling thread) at the highest priority the process may give it, so
- * the round trips it records are the server's delay and not its own wait for a core on a
- * machine the loader and the server keep busy. Linux only (a thread is a task with its own
- * id there); returns the nice value it got, or undefined when it could not.
- */
-function raiseThreadPriority(tid: number, nice: number): number | undefined {
-  try {
-    setPriority(tid, nice);
-    return getPriority(tid);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Why chrt cannot run a thread in the real-time class here (--prober-fifo), or undefined when it can. */
-function realTimeUnavailable(): string | undefined {
-  const r = spawnSync('chrt', ['-f', '1', 'true'], { encoding: 'utf8' });
-  if (r.error !== undefined) return `chrt is not on PATH (${r.error.message})`;
-  if (r.status !== 0) return `chrt could not run a thread in SCHED_FIFO here (root needed): ${r.stderr.trim()}`;
-  return undefined;
-}
-
-/**
- * Names the calling thread (Linux: its comm, at most 15 bytes), so that a trace of the
- * machine (--trace-steal's serverPreemptedBy) tells the prober from other threads named
- * after their kind (every Node worker thread is "WorkerThread"). Elsewhere, nothing.
- */
-function nameThread(name: string): void {
-  try {
-    writeFileSync('/proc/thread-self/comm', name);
-  } catch {
-    // Not Linux: the trace that reads the name is Linux-only too.
-  }
-}
-
-/** The calling thread's id (Linux: a thread is a task with its own id), or undefined elsewhere. */
-function threadId(): number | undefined {
-  try {
-    return Number(readlinkSync('/proc/thread-self').split('/').pop());
-  } catch {
-    return undefined;
-  }
-}
-
-// ---------------------------------------------------------------- the prober (worker thread)
-
-/**
- * Round trips the prober makes before it reports ready and the measured phase begins: its
- * thread's start (a Node isolate loading this module) takes a few hundred ms of a core, and
- * its first round trips run in code not yet optimised, so they would time the prober.
- */
-const PROBER_WARMUP_PINGS = 500;
-
-/** A phase's round trips (ms), each with when it was sent (monotonic ms). */
-interface RoundTrips {
-  readonly sent: number[];
-  readonly rtts: number[];
-}
-
-/** Redis's reply to PING (RESP), for the steal trace to tell the prober's connection by. */
-const REDIS_PONG_BYTES = '+PONG\r\n'.length;
-
-/** The prober thread's name in traces of the machine. */
-const PROBER_THREAD_NAME = 'kvprober';
-
-function runProber(port: number, crlf: boolean, nice: number | undefined, fifo: boolean): void {
-  nameThread(PROBER_THREAD_NAME);
-  const tid = threadId();
-  const niceGot = nice === undefined || tid === undefined ? undefined : raiseThreadPriority(tid, nice);
-  // main() checked that chrt can (realTimeUnavailable), so failing here is an error.
-  if (fifo && (tid === undefined || spawnSync('chrt', ['-f', '-p', '1', String(tid)], { stdio: 'ignore' }).status !== 0)) throw new Error('--prober-fifo: chrt could not put the prober thread in SCHED_FIFO');
-  const sock = connect({ port, host: '127.0.0.1', noDelay: true });
-  const sent: number[] = [];
-  let head = 0;
-  // Every round trip of each phase (an 8 s phase has about 8,000), for its figures at the report.
-  const phases = new Map<string, RoundTrips>();
-  let trips: RoundTrips = { sent: [], rtts: [] };
-  phases.set('start', trips);
-  const ping = crlf ? 'PING\r\n' : 'PING\n';
-  let timer: NodeJS.Timeout | undefined;
-  sock.on('connect', () => {
-    timer = setInterval(() => {
-      sent.push(monotonicMs());
-      sock.write(ping);
-    }, 1);
-  });
-  sock.on('data', (chunk: Buffer) => {
-    const t = monotonicMs();
-    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) {
-      const at = sent[head++]!;
-      trips.sent.push(at);
-      trips.rtts.push(t - at);
-      if (trips.rtts.length === PROBER_WARMUP_PINGS && phases.size === 1) parentPort!.postMessage({ ready: true });
-    }
-    if (head > 4096) {
-      sent.splice(0, head);
-      head = 0;
-    }
-  });
-  sock.on('error', (err) => parentPort!.postMessage({ error: String(err) }));
-  parentPort!.on('message', (m: { phase?: string; report?: boolean }) => {
-    if (m.phase !== undefined) {
-      trips = { sent: [], rtts: [] };
-      phases.set(m.phase, trips);
-    }
-    if (m.report) {
-      clearInterval(timer);
-      sock.destroy();
-      phases.delete('start');
-      parentPort!.postMessage({ phases: Object.fromEntries(phases), proberNice: niceGot ?? 'unchanged', proberTid: tid });
-    }
-  });
-}
-
-if (!isMainThread) {
-  const { port, crlf, nice, fifo } = workerData as { port: number; crlf: boolean; nice: number | undefined; fifo: boolean };
-  runProber(port, crlf, nice, fifo);
-} else {
-  await main();
-}
-
-// ---------------------------------------------------------------- the bench (main thread)
 
 async function main(): Promise<void> {
   const { values: opts } = parseArgs({
@@ -505,22 +383,7 @@ function niceOption(name: string, text: string | undefined): number | undefined 
 }
 
 async function measure(target: Target, s: Settings) {
-  const prober = new Worker(fileURLToPath(import.meta.url), { workerData: { port: target.port, crlf: target.redis, nice: s.proberNice, fifo: s.proberFifo } });
-  let proberNice: number | string = 'unchanged';
-  const ready = new Promise<void>((resolve, reject) => {
-    prober.on('message', (m: { ready?: boolean }) => m.ready && resolve());
-    prober.on('error', reject);
-  });
-  let proberTid: number | undefined;
-  const report = new Promise<Record<string, RoundTrips>>((resolve, reject) => {
-    prober.on('message', (m: { phases?: Record<string, RoundTrips>; proberNice?: number | string; proberTid?: number; error?: string }) => {
-      if (m.error) reject(new Error(`prober: ${m.error}`));
-      if (m.proberNice !== undefined) proberNice = m.proberNice;
-      if (m.proberTid !== undefined) proberTid = m.proberTid;
-      if (m.phases) resolve(m.phases);
-    });
-    prober.on('error', reject);
-  });
+  const prober = await StallProber.start({ port: target.port, redis: target.redis, nice: s.proberNice, fifo: s.proberFifo });
   const eol = target.redis ? '\r\n' : '\n';
   const value = 'v'.repeat(s.valueBytes);
   const key = (i: number) => `key:${String(i).padStart(10, '0')}`;
@@ -533,7 +396,7 @@ async function measure(target: Target, s: Settings) {
   let phase: { readonly name: string; readonly steal: () => number | undefined; readonly startedAt: number } | undefined;
   const startPhase = (name: string): void => {
     endPhase();
-    prober.postMessage({ phase: name });
+    prober.phase(name);
     phase = { name, steal: stealStopwatch(), startedAt: nowMs() };
   };
   const endPhase = (): void => {
@@ -544,10 +407,9 @@ async function measure(target: Target, s: Settings) {
     phase = undefined;
   };
 
-  await ready; // the prober has started and made its warm-up round trips
   const trace = s.traceTurns && !target.redis ? await startTurnTrace(target.child.pid!) : undefined;
   // The serving thread is the process's main thread: its id is the pid (Redis's and Node's).
-  const stealTrace = s.traceSteal ? await startStealTrace(target.child.pid!, target.redis ? REDIS_PONG_BYTES : PONG_REPLY.length) : undefined;
+  const stealTrace = s.traceSteal ? await startStealTrace(target.child.pid!, pongBytes(target.redis)) : undefined;
   const load = writeAll(target, s, line);
   startPhase('load');
   const t0 = nowMs();
@@ -588,15 +450,15 @@ async function measure(target: Target, s: Settings) {
   }
   endPhase();
   if (trace !== undefined) result.turns = await trace.stop();
-  prober.postMessage({ report: true });
-  const phases = await report;
-  await prober.terminate();
+  const { phases, proberNice, proberTid } = await prober.stop();
   const traced = stealTrace === undefined ? undefined : await stealTrace.stop(proberTid);
   if (traced !== undefined) result.serverPreemptedBy = traced.server.preemptedBy;
   for (const [name, trips] of Object.entries(phases)) {
     const lessSteal = traced === undefined ? {} : { lessSteal: lessStealStats(trips, traced.stolen, traced.server, traced.loop) };
-    result[name] = { ...phaseStats(trips.rtts), ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name], ...lessSteal };
+    result[name] = { ...phaseStats(trips.rtts), longest: longestRoundTrips(trips, LONGEST_SHOWN), worstAfterFirstSecondMs: worstAfter(trips, 1000), ...(stealMs[name] === undefined ? {} : { stealMs: stealMs[name] }), seconds: phaseSeconds[name], ...lessSteal };
   }
   result.proberNice = proberNice;
   return result;
 }
+
+await main();

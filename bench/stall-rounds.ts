@@ -11,6 +11,8 @@ export interface StallPhase {
   readonly worstMs: number;
   readonly p999Ms: number;
   readonly over5Ms: number;
+  /** The worst round trip sent a second or more into the phase: the worst without the phase's start. */
+  readonly worstAfterFirstSecondMs?: number;
   /** The machine's steal over the phase, ms (undefined where /proc/stat has none). */
   readonly stealMs?: number;
   /** How long the phase ran. */
@@ -57,11 +59,13 @@ export function renderStallRounds(rounds: StallRounds, phase: string, cpus: numb
   const rows = [
     ['', ...targets],
     [`${phase}: worst round trip ms`, ...column((p) => p.worstMs, 2)],
+    [`${phase}: worst after its first second ms`, ...column((p) => p.worstAfterFirstSecondMs, 2)],
     [`${phase}: p99.9 ms`, ...column((p) => p.p999Ms, 2)],
     [`${phase}: round trips over 5 ms`, ...column((p) => p.over5Ms, 0)],
     [`${phase}: machine steal ms`, ...column((p) => p.stealMs, 0)],
     [`${phase}: seconds`, ...column((p) => p.seconds, 1)],
     [`quiet rounds (${quiet.length} of ${n}): worst round trip ms`, ...column((p) => p.worstMs, 2, quiet)],
+    [`quiet rounds: worst after the first second ms`, ...column((p) => p.worstAfterFirstSecondMs, 2, quiet)],
     [`quiet rounds: p99.9 ms`, ...column((p) => p.p999Ms, 2, quiet)],
     [`quiet rounds: round trips over 5 ms`, ...column((p) => p.over5Ms, 0, quiet)],
   ];

@@ -28,6 +28,13 @@ describe('growth-stall rounds: medians and quiet rounds', () => {
     expect(text).toMatch(/quiet rounds \(2 of 3\): worst round trip ms +4\.00 \(4\.00–6\.00\) +5\.00 \(5\.00–7\.00\)/);
   });
 
+  it('prints the worst after the phase’s first second beside the worst, over all rounds and the quiet ones', () => {
+    const withStart = (worstMs: number, after: number, stealMs: number): StallPhase => ({ ...phase(worstMs, stealMs), worstAfterFirstSecondMs: after });
+    const text = renderStallRounds(new Map([['kvstack', [withStart(8, 4, 100), withStart(9, 6, 5000), withStart(7, 3, 100)]]]), 'load', 2);
+    expect(text).toMatch(/load: worst after its first second ms +4\.00 \(3\.00–6\.00\)/);
+    expect(text).toMatch(/quiet rounds: worst after the first second ms +3\.00 \(3\.00–4\.00\)/);
+  });
+
   it('says so when no round was quiet', () => {
     const noisy = new Map([['kvstack', [phase(20, 9000)]]]);
     expect(renderStallRounds(noisy, 'sweep', 2)).toMatch(/quiet rounds \(0 of 1\): worst round trip ms +—/);
