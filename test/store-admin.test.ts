@@ -323,6 +323,8 @@ describe('main.ts', () => {
       expect(workers.every((t) => t.nice === BACKGROUND_NICE)).toBe(true);
       expect(threads.find((t) => t.tid === proc.pid)!.nice).toBe(getPriority()); // inherited from this process, unchanged
     }
+    // The store's own V8 defaults, none given on its command line here (main.ts).
+    expect(proc.logs.find((l) => l.msg === 'kvstore ready')!.v8FlagDefaults).toEqual(['--heap-growing-percent=500', '--no-memory-reducer', '--no-flush-bytecode']);
     const c = await LineClient.connect(port);
     expect(await c.request('SET k v')).toBe('OK');
     expect(await proc.stop('SIGTERM')).toBe(0);

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { lineBound } from '../services/protocol/limits.ts';
 import { createLogger } from '../services/shared/logger.ts';
-import { ONE_AT_A_TIME_KEYS, warmUpCommandPath, type WarmupOptions } from '../services/store/code-warmup.ts';
+import { ONE_AT_A_TIME_KEYS, warmupCommands, warmUpCommandPath, type WarmupOptions } from '../services/store/code-warmup.ts';
+import { THIS_THREAD_PAGES, type PageSource } from '../services/store/page-source.ts';
 import { OneLineReads } from '../services/store/one-line-reads.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { metricSum } from './helpers/exposition.ts';
@@ -31,18 +32,29 @@ const untilHandles = (count: number): Promise<true> =>
   waitUntil(`${count} open TCP handles`, async () => (tcpHandles() === count ? true : undefined), { deadlineMs: 5000, everyMs: 5 });
 
 describe('the start-up warm-up', () => {
-  it('has a scratch store answer every SET, GET and DELETE, and leaves no listener or socket behind', async () => {
+  it('has a scratch store answer every SET, GET and DELETE, and the SETs and GETs again, and leaves no listener or socket behind', async () => {
     const before = tcpHandles();
     const hold = vi.spyOn(OneLineReads.prototype, 'hold');
     const result = await warmUpCommandPath(options(1001, { maxValueBytes: 50 }));
     expect(result.error).toBeUndefined();
-    expect(result.commands).toBe(3 * 1001 + ONE_AT_A_TIME_KEYS);
+    expect(result.commands).toBe(warmupCommands(1001));
+    expect(warmupCommands(1001)).toBe(5 * 1001 + ONE_AT_A_TIME_KEYS);
     // The GETs sent one at a time took the path of a one-command read (held to the turn's end).
     expect(hold.mock.calls.length).toBeGreaterThanOrEqual(ONE_AT_A_TIME_KEYS);
     hold.mockRestore();
     expect(result.ms).toBeGreaterThan(0);
     await untilHandles(before);
     expect(tcpHandles()).toBe(before);
+  });
+
+  it('takes the scratch engine\'s pages from the page source it is given, the real engine\'s', async () => {
+    const before = tcpHandles();
+    const sizes: number[] = [];
+    const counting: PageSource = { alloc: (bytes, again) => (sizes.push(bytes), THIS_THREAD_PAGES.alloc(bytes, again)), close: async () => {} };
+    const result = await warmUpCommandPath(options(1001, { pageSource: counting }));
+    expect(result.error).toBeUndefined();
+    expect(sizes.length).toBeGreaterThan(0);
+    await untilHandles(before);
   });
 
   it('0 keys: no warm-up at all', async () => {
@@ -62,7 +74,7 @@ describe('the start-up warm-up', () => {
     const before = tcpHandles();
     const result = await warmUpCommandPath(options(1_000_000, { timeoutMs: 20 }));
     expect(result.error).toBe('timed out after 20 ms');
-    expect(result.commands).toBeLessThan(3_000_000);
+    expect(result.commands).toBeLessThan(warmupCommands(1_000_000));
     await untilHandles(before);
     expect(tcpHandles()).toBe(before);
   });
@@ -70,7 +82,7 @@ describe('the start-up warm-up', () => {
   it('a warmed store starts empty, with its counters and metrics untouched, and says so in its ready line', async () => {
     const store = await startTestStore({ warmupKeys: 500 });
     const ready = store.logs.find((l) => l.msg === 'kvstore ready')!;
-    expect(ready).toMatchObject({ warmupCommands: 3 * 500 + 500, keys: 0 });
+    expect(ready).toMatchObject({ warmupCommands: warmupCommands(500), keys: 0 });
     expect(ready.warmupMs).toBeGreaterThanOrEqual(0);
     const metrics = (await store.admin('/metrics')).body;
     for (const command of ['SET', 'GET', 'DELETE']) expect(metricSum(metrics, 'kvstore_commands_total', `command="${command}"`)).toBe(0);

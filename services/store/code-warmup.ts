@@ -7,6 +7,7 @@ import type { Logger } from '../shared/logger.ts';
 import { KvEngine } from './kv-engine.ts';
 import { StoreMetrics } from './store-metrics.ts';
 import type { SocketIo } from './native-io.ts';
+import type { PageSource } from './page-source.ts';
 import { StoreServer } from './store-server.ts';
 
 /**
@@ -19,14 +20,17 @@ import { StoreServer } from './store-server.ts';
  * the parser, the engine's lookup and the arena's writes). None of that can be cut into
  * slices, and it showed as the store's worst round trips in the first ~200 ms of a load.
  *
- * So a scratch engine and server, made from the same classes with the same cap and policy,
- * serve SETs, GETs and DELETEs pipelined over two loopback connections first, and some
- * GETs one at a time. V8's type feedback and optimised code belong to the functions, not
- * to the objects, so the real engine and server start with them. The scratch engine is made before the real one on
- * purpose: V8 settles its objects' layout (their hidden class) on the scratch objects, and
- * the real ones are then made with the settled layout. Warmed after the real engine
- * existed, the same warm-up made the first seconds of a load worse (docs/benchmarks.md, "The
- * prober's own start").
+ * So a scratch engine and server, made from the same classes with the same cap, policy and
+ * page source, serve SETs, GETs and DELETEs pipelined over two loopback connections first,
+ * and some GETs one at a time, then the SETs and GETs again. V8's type feedback and
+ * optimised code belong to the functions, not to the objects, so the real engine and
+ * server start with them. The scratch engine is made before the real one on purpose: V8
+ * settles its objects' layout (their hidden class) on the scratch objects, and the real
+ * ones are then made with the settled layout. Warmed after the real engine existed, the
+ * same warm-up made the first seconds of a load worse (docs/benchmarks.md, "The prober's
+ * own start"). What the warm-up does not see still costs the first clients: an object of
+ * a kind the scratch store never made, a field it never changed (docs/benchmarks.md, "A
+ * load's first 100 ms").
  *
  * Nothing of the scratch store is seen outside this call: its metrics are its own and
  * registered nowhere, its port is on loopback and closed before the store listens, and
@@ -45,7 +49,9 @@ const ONE_AT_A_TIME = { batch: 1, writesInFlight: 1 };
  */
 export const ONE_AT_A_TIME_KEYS = 500;
 const CONNECTIONS = 2;
-/** The longest a warm-up may take (20,000 keys take ~0.2 s): past it the store starts cold rather than late. */
+/** The commands a warm-up of `keys` keys sends: SETs, GETs pipelined and one at a time, DELETEs, and the SETs and GETs again. */
+export const warmupCommands = (keys: number): number => 5 * keys + Math.min(keys, ONE_AT_A_TIME_KEYS);
+/** The longest a warm-up may take (20,000 keys take ~0.5 s): past it the store starts cold rather than late. */
 export const WARMUP_TIMEOUT_MS = 10_000;
 /** Value sizes written in turn (bytes, at most MAX_VALUE_BYTES): small, typical, and one past the inline base64 bound. */
 const VALUE_SIZES = [16, 100, 100, 100, 700] as const;
@@ -61,6 +67,15 @@ export interface WarmupOptions {
   readonly logger: Logger;
   /** The native socket I/O the real server uses, so its code is warmed too. */
   readonly socketIo?: SocketIo | undefined;
+  /**
+   * Where the real engine's pages come from; the scratch engine takes its pages there too.
+   * Warmed on the serving thread's own pages instead, the page thread's code was compiled
+   * at a load's first writes, the arena's page allocation was optimised for a source of
+   * another class, and the first page of each size waited for a round trip to the thread;
+   * this way the next page of each size the warm-up used is already held ahead for the
+   * real engine (docs/benchmarks.md, "A load's first 100 ms").
+   */
+  readonly pageSource?: PageSource | undefined;
   /** Where the scratch listener binds (a test gives an address that cannot be bound). */
   readonly host?: string;
   /** Default WARMUP_TIMEOUT_MS (a test gives less). */
@@ -68,7 +83,7 @@ export interface WarmupOptions {
 }
 
 export interface WarmupResult {
-  /** Commands the scratch store answered (3 × keys + min(keys, ONE_AT_A_TIME_KEYS) when it ran to the end). */
+  /** Commands the scratch store answered (warmupCommands(keys) when it ran to the end). */
   readonly commands: number;
   readonly ms: number;
   /** Why it stopped early, when it did. */
@@ -92,7 +107,7 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
     for (const socket of sockets) socket.destroy();
   }, options.timeoutMs ?? WARMUP_TIMEOUT_MS);
   try {
-    const engine = new KvEngine({ maxMemoryBytes: options.maxMemoryBytes, evictionPolicy: options.evictionPolicy });
+    const engine = new KvEngine({ maxMemoryBytes: options.maxMemoryBytes, evictionPolicy: options.evictionPolicy, pageSource: options.pageSource });
     server = new StoreServer({
       engine,
       metrics: new StoreMetrics(),
@@ -114,11 +129,22 @@ export async function warmUpCommandPath(options: WarmupOptions): Promise<WarmupR
     }
     const values = VALUE_SIZES.map((n) => 'w'.repeat(Math.min(n, options.maxValueBytes)));
     const key = (i: number): string => `warmup:${i}`;
+    const set = (i: number): string => `SET ${key(i)} ${values[i % values.length]}\n`;
+    const get = (i: number): string => `GET ${key(i)}\n`;
     const phases = [
-      { line: (i: number) => `SET ${key(i)} ${values[i % values.length]}\n`, keys: options.keys, pipeline: PIPELINED },
-      { line: (i: number) => `GET ${key(i)}\n`, keys: options.keys, pipeline: PIPELINED },
-      { line: (i: number) => `GET ${key(i)}\n`, keys: Math.min(options.keys, ONE_AT_A_TIME_KEYS), pipeline: ONE_AT_A_TIME },
+      { line: set, keys: options.keys, pipeline: PIPELINED },
+      { line: get, keys: options.keys, pipeline: PIPELINED },
+      { line: get, keys: Math.min(options.keys, ONE_AT_A_TIME_KEYS), pipeline: ONE_AT_A_TIME },
       { line: (i: number) => `DELETE ${key(i)}\n`, keys: options.keys, pipeline: PIPELINED },
+      // Written and read again after the deletes. V8 optimises the insert path for what it
+      // has seen, and before any delete the engine's free list is always empty, which it
+      // took for a constant: the first delete threw that code away. Ending on the deletes,
+      // the warm-up left the real engine an insert path to compile again, on V8's threads
+      // while the first clients' writes waited (a load's worst round trips fell in its first
+      // 100 ms). Written again, the keys take the freed slots, and what V8 builds then holds
+      // for both.
+      { line: set, keys: options.keys, pipeline: PIPELINED },
+      { line: get, keys: options.keys, pipeline: PIPELINED },
     ];
     const answered = (): void => void commands++;
     for (const { line, keys, pipeline } of phases) {

@@ -8,6 +8,7 @@ import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.t
 import { GcBallast } from './gc-ballast.ts';
 import type { PageSource } from './page-source.ts';
 import { arenaPageTarget, arenaSlackBytes, RecordArena } from './record-arena.ts';
+import { resizableBuffer } from './resizable-buffer.ts';
 import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from './store-engine.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
@@ -172,7 +173,7 @@ const LRU = 0;
 // (a table being shrunk is mostly empty), as dict.c's empty_visits.
 const EMPTY_VISITS_PER_STEP = 16;
 /** Bucket tables are views of resizable buffers (see #newTable); this one too, so every table has one element kind. */
-const NO_TABLE = new Int32Array(new ArrayBuffer(0, { maxByteLength: 0 }));
+const NO_TABLE = new Int32Array(resizableBuffer(0, 0));
 /**
  * A dropped bucket table is given back to the OS this many bytes at a time, in the store's
  * time-boxed background step (see #reapFor): ~0.2 ms each, where freeing a 32 MiB table in
@@ -334,8 +335,8 @@ export class KvEngine implements StoreEngine {
     this.#bucketMask = minBuckets - 1;
     // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
     this.#maxSlots = maxKeys + 1;
-    this.#slotBuffer = new ArrayBuffer(0, { maxByteLength: this.#maxSlots * SLOT_BYTES });
-    this.#expiryBuffer = new ArrayBuffer(0, { maxByteLength: this.#maxSlots * 8 });
+    this.#slotBuffer = resizableBuffer(0, this.#maxSlots * SLOT_BYTES);
+    this.#expiryBuffer = resizableBuffer(0, this.#maxSlots * 8);
     this.#slots = new Int32Array(this.#slotBuffer);
     this.#expiresAt = new Float64Array(this.#expiryBuffer);
     this.#resizeSlots(Math.min(INITIAL_SLOTS, this.#maxSlots));
@@ -1083,7 +1084,7 @@ export class KvEngine implements StoreEngine {
    */
   #newTable(buckets: number): Int32Array {
     this.#ballast.take(buckets * 4);
-    return new Int32Array(new ArrayBuffer(buckets * 4, { maxByteLength: buckets * 4 }));
+    return new Int32Array(resizableBuffer(buckets * 4, buckets * 4));
   }
 
   /** Lets go of a bucket table: its bytes go back to the OS in the background steps (#reapFor). */

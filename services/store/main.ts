@@ -6,6 +6,10 @@ import { lowerV8WorkerPriority } from './background-thread-priority.ts';
 import { startStoreService } from './store-service.ts';
 import { defaultV8Flag } from './v8-flag-defaults.ts';
 
+/** The store's V8 defaults this process set (those its command line did not give), for the ready line. */
+const v8FlagDefaults: string[] = [];
+const setDefault = (flag: string): void => void (defaultV8Flag(flag) && v8FlagDefaults.push(flag));
+
 /**
  * V8's heap-growing factor for the store: the next full collection comes when the
  * JavaScript heap has grown to this many percent more than it held after the last. The
@@ -23,7 +27,7 @@ import { defaultV8Flag } from './v8-flag-defaults.ts';
  */
 const HEAP_GROWING_PERCENT = 500;
 // Read by V8 each time it sets the heap's next limit, so setting it now takes effect.
-defaultV8Flag(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+setDefault(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 
 /**
  * V8's memory reducer, off in the isolates made from here on. It starts full collections on a
@@ -37,7 +41,19 @@ defaultV8Flag(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
  * keeps its reducer, which starts only while the store allocates little (idle). A flag given
  * on the command line (which turns it off in every isolate) wins.
  */
-defaultV8Flag('--no-memory-reducer');
+setDefault('--no-memory-reducer');
+
+/**
+ * V8's bytecode flushing, off. V8 throws away the bytecode (and the type feedback) of a
+ * function that has not run for six full collections, and the engine's GC ballast (made
+ * with the real engine, right after the warm-up) adds its whole size to V8's count of
+ * external memory at once, which starts about ten full collections in a row: every
+ * function the warm-up compiled, the first connection's path included, was parsed and
+ * compiled again at the first client's commands, and what V8 had learnt about their types
+ * lost. The store's bytecode is a few MB at most and stays in use; the serving isolate's
+ * heap was the same size either way. A flag given on the command line wins.
+ */
+setDefault('--no-flush-bytecode');
 
 // The serving thread first on a contended core (see background-thread-priority.ts).
 const backgroundThreadsLowered = lowerV8WorkerPriority();
@@ -45,7 +61,7 @@ const backgroundThreadsLowered = lowerV8WorkerPriority();
 await runService({
   name: 'kvstore',
   loadConfig: loadStoreConfig,
-  start: (config, logger) => startStoreService(config, { logger, backgroundThreadsLowered }),
+  start: (config, logger) => startStoreService(config, { logger, backgroundThreadsLowered, v8FlagDefaults }),
   // Writing the shutdown snapshot takes as long as the data needs; the orchestrator's
   // grace period (compose stop_grace_period, Kubernetes terminationGracePeriodSeconds)
   // bounds it instead, and a second signal still stops at once.

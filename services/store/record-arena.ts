@@ -49,6 +49,7 @@ import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
 import { GcBallast } from './gc-ballast.ts';
 import { MMAP_THRESHOLD_BYTES } from './malloc-tuning.ts';
 import { THIS_THREAD_PAGES, type PageSource } from './page-source.ts';
+import { resizableBuffer } from './resizable-buffer.ts';
 
 /** Records above this get a buffer of their own, of exactly their size. */
 export const LARGE_RECORD_BYTES = 64 * 1024;
@@ -76,6 +77,18 @@ export function arenaPageTarget(maxBytes: number): number {
 // words, a quarter of the loads; word order is the platform's.
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
+/**
+ * An empty array that holds objects from the start (V8's elements kind for objects): an
+ * empty literal starts out for small integers and changes kind at its first push, and code
+ * V8 optimised on arrays that had changed already was thrown away at a fresh arena's first
+ * page of each size (the real engine's, right after the warm-up's arena: its first writes).
+ */
+function objectArray<T extends object>(): T[] {
+  const array: (T | null)[] = [null];
+  array.pop();
+  return array as T[];
+}
+
 const INITIAL_OWNERS = 16;
 /** One owner per key at most: the engine's MAX_KEYS. */
 const MAX_OWNERS = 2 ** 27;
@@ -92,11 +105,11 @@ export class SizeClass {
   /** Chunks a page holds (1 << shift), and its bytes; 1 and 0 for LARGE. */
   readonly perPage: number;
   readonly pageBytes: number;
-  readonly pages: Buffer[] = [];
+  readonly pages: Buffer[] = objectArray();
   /** The same memory as pages, as 32-bit words (see LITTLE_ENDIAN above). */
-  readonly words: Int32Array[] = [];
+  readonly words: Int32Array[] = objectArray();
   /** The same memory as pages, as DataViews: what a GET's reply reads its value through (getAt). */
-  readonly views: DataView[] = [];
+  readonly views: DataView[] = objectArray();
   /** Chunks in use: 0..count-1. */
   count = 0;
   /**
@@ -129,7 +142,7 @@ export class SizeClass {
     // overwrite holds its old chunk and its new one for a moment.
     const chunks = Math.ceil(maxBytes / (size > 0 ? size : LARGE_RECORD_BYTES));
     this.maxOwners = Math.min(MAX_OWNERS, Math.max(INITIAL_OWNERS, 2 * chunks + 64));
-    this.ownerRegion = new ArrayBuffer(INITIAL_OWNERS * 4, { maxByteLength: this.maxOwners * 4 });
+    this.ownerRegion = resizableBuffer(INITIAL_OWNERS * 4, this.maxOwners * 4);
     this.owners = new Int32Array(this.ownerRegion);
   }
 

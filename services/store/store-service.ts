@@ -43,6 +43,8 @@ export interface StoreDeps {
   readonly turnBudgetMs?: number;
   /** How many of V8's background threads main.ts lowered in priority (background-thread-priority.ts), for the ready line. */
   readonly backgroundThreadsLowered?: number;
+  /** The V8 flags main.ts set as the store's defaults (those the command line did not give), for the ready line. */
+  readonly v8FlagDefaults?: readonly string[];
 }
 
 export interface StoreService {
@@ -106,6 +108,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const createEngine = (): KvEngine =>
     new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);
+  // The warm-up takes its pages from the page thread: its first must not wait for the thread's start.
+  await threadPages?.ready();
   // First of all: the warm-up's scratch engine is made before the real one (see code-warmup.ts).
   const warmup = await warmUpCommandPath({
     keys: config.warmupKeys,
@@ -115,10 +119,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     maxLineBytes,
     logger,
     socketIo,
+    pageSource,
   });
   if (warmup.error !== undefined) logger.warn({ err: warmup.error, commands: warmup.commands }, 'warm-up stopped early: the store starts with its code not yet compiled');
-  // The page thread started during the warm-up; the first page must not wait for it.
-  await threadPages?.ready();
   const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
   const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
   // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
@@ -230,6 +233,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       nativeIo: socketIo !== undefined,
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
+      v8FlagDefaults: deps.v8FlagDefaults,
     },
     'kvstore ready',
   );

@@ -13,7 +13,9 @@ export function flagGiven(flag: string, execArgv: readonly string[]): boolean {
   return execArgv.some((arg) => pattern.test(arg));
 }
 
-/** Sets V8 flag `flag` now, unless this process's command line gave it (flagGiven). */
-export function defaultV8Flag(flag: string): void {
-  if (!flagGiven(flag, process.execArgv)) setFlagsFromString(flag);
+/** Sets V8 flag `flag` now, unless this process's command line gave it (flagGiven); returns whether it did. */
+export function defaultV8Flag(flag: string): boolean {
+  if (flagGiven(flag, process.execArgv)) return false;
+  setFlagsFromString(flag);
+  return true;
 }
