@@ -109,7 +109,7 @@ export class StallProber {
   }
 
   static async start(options: ProberOptions): Promise<StallProber> {
-    const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { stallProber: { warmupPings: PROBER_WARMUP_PINGS, ...options } } });
+    const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { stallProber: { ...options, warmupPings: options.warmupPings ?? PROBER_WARMUP_PINGS } } });
     const ready = new Promise<void>((resolve) => worker.on('message', (m: { ready?: boolean }) => m.ready === true && resolve()));
     const prober = new StallProber(worker);
     try {
