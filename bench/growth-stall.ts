@@ -100,7 +100,7 @@ import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
 import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
 import { stealStopwatch } from './process-cpu.ts';
 import { pathOf, type ServerLoop } from './round-trip-path.ts';
-import { longestRoundTrips, pongBytes, worstAfter, realTimeUnavailable, StallProber, type RoundTrips } from './stall-prober.ts';
+import { longestIndexes, longestRoundTrips, pongBytes, realTimeUnavailable, StallProber, worstAfter, type RoundTrips } from './stall-prober.ts';
 import { renderStallRounds, type StallPhase } from './stall-rounds.ts';
 import { coveredMs, lessStolen, startStealTrace, stealTraceUnavailable, windowOf, type ServerTrace, type Stretch } from './thread-steal.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
@@ -143,20 +143,17 @@ function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: S
   const less = lessStolen(trips.sent, trips.rtts, stolen);
   // The three longest round trips less steal, each with what the serving thread did
   // meanwhile, and where on its way the PING spent the time (round-trip-path.ts).
-  const worst = [...less.keys()]
-    .sort((a, b) => less[b]! - less[a]!)
-    .slice(0, 3)
-    .map((i) => {
-      const sent = trips.sent[i]!;
-      const rtt = trips.rtts[i]!;
-      const path = loop === undefined ? undefined : pathOf(loop, sent, rtt);
-      return {
-        rttMs: +rtt.toFixed(2),
-        lessStealMs: +less[i]!.toFixed(2),
-        server: windowOf(server, sent, sent + rtt),
-        ...(path === undefined ? {} : { path: { unreadMs: path.unreadMs, toReply: windowOf(server, path.fromMs, path.replyMs), backMs: path.backMs } }),
-      };
-    });
+  const worst = longestIndexes(less, 3).map((i) => {
+    const sent = trips.sent[i]!;
+    const rtt = trips.rtts[i]!;
+    const path = loop === undefined ? undefined : pathOf(loop, sent, rtt);
+    return {
+      rttMs: +rtt.toFixed(2),
+      lessStealMs: +less[i]!.toFixed(2),
+      server: windowOf(server, sent, sent + rtt),
+      ...(path === undefined ? {} : { path: { unreadMs: path.unreadMs, toReply: windowOf(server, path.fromMs, path.replyMs), backMs: path.backMs } }),
+    };
+  });
   return { ...phaseStats([...less]), threadsStolenMs: Math.round(threadsStolenMs), worst };
 }
 

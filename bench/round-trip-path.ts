@@ -17,6 +17,7 @@
 // the prober's connection after the send followed), and the reply is taken at the last
 // write to that connection before the prober read the reply (the one that answered it, or
 // a later PING's), so the stretch between holds at least the server's own part.
+import { partitionPoint } from './partition-point.ts';
 import { TRACE_LINE } from './perf-record.ts';
 
 /** The serving thread's polls of its client sockets and its calls on the prober's connection (ms on CLOCK_MONOTONIC, sorted). */
@@ -95,14 +96,7 @@ export interface RoundTripPath {
 
 /** Index of the last element of sorted `a` at most `ms` (below it when `strictly`), -1 if none. */
 function lastAtMost(a: Float64Array, ms: number, strictly = false): number {
-  let lo = 0;
-  let hi = a.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (strictly ? a[mid]! < ms : a[mid]! <= ms) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo - 1;
+  return partitionPoint(a.length, strictly ? (i) => a[i]! < ms : (i) => a[i]! <= ms) - 1;
 }
 
 const round2 = (ms: number): number => Math.round(ms * 100) / 100;

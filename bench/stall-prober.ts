@@ -62,12 +62,16 @@ export interface LongRoundTrip {
   readonly atS: number;
 }
 
+/** The indexes of the `n` largest of `values`, largest first (the earlier first among equals). */
+export function longestIndexes(values: ArrayLike<number>, n: number): number[] {
+  return Array.from({ length: values.length }, (_, i) => i)
+    .sort((a, b) => values[b]! - values[a]!) // stable: equals keep their order
+    .slice(0, n);
+}
+
 /** The `n` longest round trips of a phase, longest first (the earlier first among equals): where in the phase the worst fell. */
 export function longestRoundTrips({ sent, rtts }: RoundTrips, n: number): LongRoundTrip[] {
-  return [...rtts.keys()]
-    .sort((a, b) => rtts[b]! - rtts[a]! || a - b)
-    .slice(0, n)
-    .map((i) => ({ ms: +rtts[i]!.toFixed(2), atS: +((sent[i]! - sent[0]!) / 1000).toFixed(3) }));
+  return longestIndexes(rtts, n).map((i) => ({ ms: +rtts[i]!.toFixed(2), atS: +((sent[i]! - sent[0]!) / 1000).toFixed(3) }));
 }
 
 /**

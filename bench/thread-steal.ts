@@ -19,6 +19,7 @@
 // It also holds the serving thread's event-loop turns and its calls on the prober's
 // connection, for where each slow round trip spent its time (round-trip-path.ts).
 import { readdirSync } from 'node:fs';
+import { partitionPoint } from './partition-point.ts';
 import { perfTracepointUnavailable, startPerfRecord, TRACE_LINE } from './perf-record.ts';
 import { SERVER_LOOP_EVENTS, serverLoopOf, type ServerLoop } from './round-trip-path.ts';
 
@@ -82,14 +83,8 @@ export function mergeStretches(stretches: readonly Stretch[]): Stretch[] {
 
 /** How much of [fromMs, toMs] the merged, sorted `stretches` cover. */
 export function coveredMs(stretches: readonly Stretch[], fromMs: number, toMs: number): number {
-  // The first stretch that may end after fromMs (binary search on ends, sorted as starts are).
-  let lo = 0;
-  let hi = stretches.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (stretches[mid]!.toMs <= fromMs) lo = mid + 1;
-    else hi = mid;
-  }
+  // The first stretch that may end after fromMs (ends are sorted as starts are).
+  const lo = partitionPoint(stretches.length, (i) => stretches[i]!.toMs <= fromMs);
   let covered = 0;
   for (let i = lo; i < stretches.length && stretches[i]!.fromMs < toMs; i++) {
     covered += Math.min(toMs, stretches[i]!.toMs) - Math.max(fromMs, stretches[i]!.fromMs);

@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { longestRoundTrips, StallProber, worstAfter } from '../bench/stall-prober.ts';
+import { longestIndexes, longestRoundTrips, StallProber, worstAfter } from '../bench/stall-prober.ts';
 import { PONG_REPLY } from '../services/protocol/replies.ts';
 
 const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -98,6 +98,11 @@ describe('where in a phase its longest round trips fell', () => {
       { ms: 4.25, atS: 1.999 },
     ]);
     expect(longestRoundTrips({ sent: [], rtts: [] }, 3)).toEqual([]);
+  });
+
+  it('longestIndexes: the indexes of the n largest, largest first, equals in their order', () => {
+    expect(longestIndexes([1, 5, 3, 5, 2], 3)).toEqual([1, 3, 2]);
+    expect(longestIndexes(Float64Array.of(0.5, 0.25), 5)).toEqual([0, 1]);
   });
 
   it('worstAfter: the worst of those sent at least that long after the first, undefined when none was', () => {
