@@ -2,8 +2,8 @@
 // RSS after loading minus RSS of the empty process.
 import { readFileSync } from 'node:fs';
 import { StoreConnection } from '../services/client/index.ts';
-import { seriesValues } from '../test/helpers/exposition.ts';
-import { kvBench, redisCommand, startRedis, startStore, type Server } from './bench-processes.ts';
+import { seriesValues } from './harness/exposition.ts';
+import { kvBench, redisCommand, startRedis, startStore, type Server } from './harness/processes.ts';
 import type { Settings } from './bench-settings.ts';
 
 /** Resident set size of a process in bytes (Linux /proc), or undefined elsewhere. */

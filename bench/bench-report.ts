@@ -1,9 +1,9 @@
 // The printed report of `npm run bench`: one table of the store rounds and memory, the
 // HTTP table, and every command line that produced a figure.
 import type { MemoryResult } from './bench-memory.ts';
-import type { HttpRun, StoreRun } from './bench-processes.ts';
+import type { HttpRun, StoreRun } from './harness/processes.ts';
 import type { Settings } from './bench-settings.ts';
-import { median, medianBy } from './median.ts';
+import { median, medianBy } from './harness/median.ts';
 
 export const fmt = (n: number | undefined, digits = 0) =>
   n === undefined || Number.isNaN(n) ? '—' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });

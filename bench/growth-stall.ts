@@ -96,9 +96,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pipelineLines } from '../services/client/line-pipeline.ts';
 import { freePort } from '../services/shared/free-port.ts';
-import { spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
-import { armedKvloadFill, armedKvloadRun, spawnStore } from './bench-processes.ts';
-import { stealStopwatch } from './process-cpu.ts';
+import { spawnUntilReady } from './harness/spawn-until-ready.ts';
+import { armedKvloadFill, armedKvloadRun, spawnStore } from './harness/processes.ts';
+import { stealStopwatch } from './harness/process-cpu.ts';
 import { pathOf, type ServerLoop } from './round-trip-path.ts';
 import { longestIndexes, longestRoundTrips, pongBytes, realTimeUnavailable, StallProber, worstAfter, type RoundTrips } from './stall-prober.ts';
 import { renderStallRounds, type StallPhase } from './stall-rounds.ts';
@@ -337,7 +337,7 @@ function kvloadArgs(target: Target, s: Settings): string[] {
 /**
  * Every key written once, by kvload (-L) when given, else by this process's own pipeline:
  * returns the call that writes them. kvload's process is started before that call (see
- * armed in bench-processes.ts), so the phase's first round trips do not time the fork.
+ * armed in harness/processes.ts), so the phase's first round trips do not time the fork.
  */
 function writeAll(target: Target, s: Settings, line: (i: number) => string): () => Promise<void> {
   if (s.kvload === undefined) return () => pipeline(target.port, s.keys, s.conns, s.batch, line);

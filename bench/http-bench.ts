@@ -30,7 +30,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
-import { median, medianBy } from './median.ts';
+import { median, medianBy } from './harness/median.ts';
 import { formatHttpBench } from './http-bench-report.ts';
 import { autocannonLoadGenerator, defaultLoadGenerator, wrkLoadGenerator, type LoadGenerator, type LoadGeneratorName, type LoadRun } from './http-load-generators.ts';
 

@@ -21,8 +21,8 @@ import { randomInt } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { seriesValues } from '../test/helpers/exposition.ts';
-import { spawnStore } from './bench-processes.ts';
+import { seriesValues } from './harness/exposition.ts';
+import { spawnStore } from './harness/processes.ts';
 
 const MiB = 1024 * 1024;
 

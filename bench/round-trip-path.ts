@@ -17,7 +17,7 @@
 // the prober's connection after the send followed), and the reply is taken at the last
 // write to that connection before the prober read the reply (the one that answered it, or
 // a later PING's), so the stretch between holds at least the server's own part.
-import { partitionPoint } from './partition-point.ts';
+import { partitionPoint } from './harness/partition-point.ts';
 import { TRACE_LINE } from './perf-record.ts';
 
 /** The serving thread's polls of its client sockets and its calls on the prober's connection (ms on CLOCK_MONOTONIC, sorted). */

@@ -5,15 +5,15 @@
 // child process of this script and is killed when it exits, also on an error or Ctrl-C.
 // Prints one table with the exact command lines; --json <file> saves it.
 //
-// This file orchestrates; bench-settings.ts parses the options, bench-processes.ts runs
+// This file orchestrates; bench-settings.ts parses the options, harness/processes.ts runs
 // the servers and load generators, bench-memory.ts measures memory per key, and
 // bench-report.ts prints the table.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus as machineCpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
-import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './bench-processes.ts';
-import { coresBetween, CpuTrace, stealStopwatch, type CpuSample } from './process-cpu.ts';
+import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './harness/processes.ts';
+import { coresBetween, CpuTrace, stealStopwatch, type CpuSample } from './harness/process-cpu.ts';
 import { fmt, medianRun, quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns } from './bench-report.ts';
 import { settings, type Settings } from './bench-settings.ts';
 

@@ -12,8 +12,8 @@
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { seriesValues } from '../test/helpers/exposition.ts';
-import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
+import { seriesValues } from './harness/exposition.ts';
+import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from './harness/spawn-until-ready.ts';
 
 const root = process.env.KVSTACK_ROOT ?? fileURLToPath(new URL('../', import.meta.url));
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '500' } } });

@@ -12,9 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
-import { parseJsonLine, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
-import { kvBench, redisCommand, spawnStore } from './bench-processes.ts';
-import { median } from './median.ts';
+import { parseJsonLine, spawnUntilReady, type ReadyProcess } from './harness/spawn-until-ready.ts';
+import { kvBench, redisCommand, spawnStore } from './harness/processes.ts';
+import { median } from './harness/median.ts';
 
 interface Round {
   readonly saveMs: number;

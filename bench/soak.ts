@@ -19,10 +19,10 @@ import { Agent, request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { StoreConnection, StoreReplyError, errorKind } from '../services/client/index.ts';
-import { seriesValues } from '../test/helpers/exposition.ts';
+import { seriesValues } from './harness/exposition.ts';
 import { formatSoakReport, mib, type MemorySample, type PathStats, type SoakReport } from './soak-report.ts';
 import { Verifier } from './soak-verifier.ts';
-import { jsonLineWithMsg, spawnUntilReady } from '../test/helpers/spawn-until-ready.ts';
+import { jsonLineWithMsg, spawnUntilReady } from './harness/spawn-until-ready.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 

@@ -4,7 +4,7 @@
 // as often as the server does: one run says little, and the rounds with little steal are
 // where the servers can be told apart.
 import { fmt, QUIET_STEAL_SHARE, quietStealBudgetMs, table } from './bench-report.ts';
-import { median } from './median.ts';
+import { median } from './harness/median.ts';
 
 /** One target's figures for one phase of one round. */
 export interface StallPhase {

@@ -19,7 +19,7 @@
 // It also holds the serving thread's event-loop turns and its calls on the prober's
 // connection, for where each slow round trip spent its time (round-trip-path.ts).
 import { readdirSync } from 'node:fs';
-import { partitionPoint } from './partition-point.ts';
+import { partitionPoint } from './harness/partition-point.ts';
 import { perfTracepointUnavailable, startPerfRecord, TRACE_LINE } from './perf-record.ts';
 import { SERVER_LOOP_EVENTS, serverLoopOf, type ServerLoop } from './round-trip-path.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StoreRun } from '../bench/bench-processes.ts';
+import type { StoreRun } from '../bench/harness/processes.ts';
 import { quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns } from '../bench/bench-report.ts';
 import type { Settings } from '../bench/bench-settings.ts';
 

@@ -12,7 +12,7 @@ import { StoreConnection } from '../services/client/index.ts';
 import { loadBackendConfig } from '../services/shared/config.ts';
 import { parseStoreList } from '../services/shared/store-list.ts';
 import { createLogger } from '../services/shared/logger.ts';
-import { metricSum } from './helpers/exposition.ts';
+import { metricSum } from '../bench/harness/exposition.ts';
 import { call, type Outcome } from './helpers/http-call.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 

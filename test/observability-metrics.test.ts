@@ -7,7 +7,7 @@ import { startBackendService, type BackendService } from '../services/backend/ba
 import { loadBackendConfig, loadStoreConfig } from '../services/shared/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
-import { parseExposition } from './helpers/exposition.ts';
+import { parseExposition } from '../bench/harness/exposition.ts';
 import { dashboardExpressions, metricNamesIn, readRules, type NamedExpr } from './helpers/observability-sources.ts';
 
 /** Names a scrape yields: sample names, plus the series names of every declared family. */

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/page-source.ts';
 import { RecordArena } from '../services/store/record-arena.ts';
 import { createStoreMetrics, type EngineStats } from '../services/store/store-metrics.ts';
-import { parseExposition, sampleValue } from './helpers/exposition.ts';
+import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 
 const sources: ThreadPageSource[] = [];
 afterEach(async () => {

@@ -1,6 +1,6 @@
-// bench/partition-point.ts: the binary search the bench's traces use.
+// bench/harness/partition-point.ts: the binary search the bench's traces use.
 import { describe, expect, it } from 'vitest';
-import { partitionPoint } from '../bench/partition-point.ts';
+import { partitionPoint } from '../bench/harness/partition-point.ts';
 
 describe('partitionPoint', () => {
   it('counts the leading elements that satisfy the test: the index of the first that does not', () => {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { coresBetween, cpuSecondsOfStat, CpuTrace, machineStealSeconds, processCpuSeconds, stealSecondsOfProcStat, stealStopwatch } from '../bench/process-cpu.ts';
+import { coresBetween, cpuSecondsOfStat, CpuTrace, machineStealSeconds, processCpuSeconds, stealSecondsOfProcStat, stealStopwatch } from '../bench/harness/process-cpu.ts';
 
 describe('the bench reads a server process CPU time', () => {
   it('reads utime + stime of a /proc/<pid>/stat line, a command name with spaces and parentheses included', () => {

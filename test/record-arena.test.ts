@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { KvEngine } from '../services/store/kv-engine.ts';
 import { arenaEmptyBytes, arenaPageTarget, arenaSlackBytes, LARGE_RECORD_BYTES, MIN_PAGE_TARGET, RecordArena } from '../services/store/record-arena.ts';
 import { destroyAll } from './helpers/cleanup.ts';
-import { parseExposition, sampleValue } from './helpers/exposition.ts';
+import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 
 const viewOf = (b: Buffer): DataView => new DataView(b.buffer, b.byteOffset, b.length);
 import { startTestStore } from './helpers/store-harness.ts';

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { destroyAll, track } from './helpers/cleanup.ts';
-import { parseExposition, sampleValue, type Exposition } from './helpers/exposition.ts';
+import { parseExposition, sampleValue, type Exposition } from '../bench/harness/exposition.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';

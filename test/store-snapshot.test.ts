@@ -6,7 +6,7 @@ import { nodeFileSystem, type SnapshotFileSystem } from '../services/store/snaps
 import { SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 import { destroyAll } from './helpers/cleanup.ts';
-import { parseExposition, sampleValue } from './helpers/exposition.ts';
+import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 import { startServiceProcess, storeScript } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { LineClient } from './helpers/line-client.ts';

@@ -5,7 +5,7 @@ import { ONE_AT_A_TIME_KEYS, warmupCommands, warmUpCommandPath, type WarmupOptio
 import { THIS_THREAD_PAGES, type PageSource } from '../services/store/page-source.ts';
 import { OneLineReads } from '../services/store/one-line-reads.ts';
 import { destroyAll } from './helpers/cleanup.ts';
-import { metricSum } from './helpers/exposition.ts';
+import { metricSum } from '../bench/harness/exposition.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 

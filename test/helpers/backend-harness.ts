@@ -60,7 +60,7 @@ export function send(port: number, method: string, path: string, body?: Buffer |
   });
 }
 
-export { metricSum, seriesOf } from './exposition.ts';
+export { metricSum, seriesOf } from '../../bench/harness/exposition.ts';
 
 /** The parsed KV_STORE for stores on loopback ports (or a KV_STORE string as written). */
 export function storeList(store: number | readonly number[] | string): readonly StoreShard[] {

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { jsonLineWithMsg, parseJsonLine, spawnUntilReady, type ReadyProcess } from './spawn-until-ready.ts';
+import { jsonLineWithMsg, parseJsonLine, spawnUntilReady, type ReadyProcess } from '../../bench/harness/spawn-until-ready.ts';
 
 export { freePort } from '../../services/shared/free-port.ts';
 

@@ -4,13 +4,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { BenchResult } from '../services/cli/bench/bench-runner.ts';
-import { freePort } from '../services/shared/free-port.ts';
-import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from '../test/helpers/spawn-until-ready.ts';
-import type { Settings } from './bench-settings.ts';
-import type { HttpBenchReport } from './http-bench.ts';
+import type { BenchResult } from '../../services/cli/bench/bench-runner.ts';
+import { freePort } from '../../services/shared/free-port.ts';
+import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from './spawn-until-ready.ts';
+import type { Settings } from '../bench-settings.ts';
+import type { HttpBenchReport } from '../http-bench.ts';
 
-export const root = fileURLToPath(new URL('../', import.meta.url));
+export const root = fileURLToPath(new URL('../../', import.meta.url));
 
 export const children = new Set<ChildProcess>();
 
@@ -134,9 +134,9 @@ export async function startRedis(): Promise<Server> {
 export interface StoreRun {
   readonly command: string;
   readonly result: BenchResult | LoadFigures;
-  /** The server's CPU time per operation over the measured window, µs (bench/process-cpu.ts); undefined without /proc. */
+  /** The server's CPU time per operation over the measured window, µs (harness/process-cpu.ts); undefined without /proc. */
   readonly serverCpuUsPerOp?: number | undefined;
-  /** The hypervisor's steal time during the run, ms summed over the CPUs (bench/process-cpu.ts); undefined without /proc. */
+  /** The hypervisor's steal time during the run, ms summed over the CPUs (harness/process-cpu.ts); undefined without /proc. */
   readonly stealMs?: number | undefined;
 }
 
