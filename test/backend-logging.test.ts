@@ -5,7 +5,7 @@ import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 import { createBackendApp, type BackendStore } from '../services/backend/backend-app.ts';
 import { StoreTimeoutError, StoreUnavailableError } from '../services/client/errors.ts';
-import type { LogLevel } from '../services/shared/config.ts';
+import type { LogLevel } from '../services/shared/logger.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { logSink } from './helpers/backend-harness.ts';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, hostPort } from '../services/shared/config.ts';
+import { hostPort } from '../services/shared/config.ts';
+import { ConfigError } from '../services/shared/config-error.ts';
 import { parseStoreList } from '../services/shared/store-list.ts';
 
 const parse = (raw: string) => parseStoreList(raw, 'KV_STORE');

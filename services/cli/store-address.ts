@@ -1,5 +1,5 @@
 import type { HostPort } from '../shared/config.ts';
-import { ConfigError } from '../shared/config.ts';
+import { ConfigError } from '../shared/config-error.ts';
 import { parseStoreList, type StoreShard } from '../shared/store-list.ts';
 import { UsageError } from './usage-error.ts';
 

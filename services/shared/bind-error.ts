@@ -1,4 +1,4 @@
-import { ConfigError } from './config.ts';
+import { ConfigError } from './config-error.ts';
 
 /** The settings a listener was bound from, to name them when binding fails. */
 export interface BindSettings {

@@ -3,17 +3,14 @@ import { isIPv6 } from 'node:net';
 import { dirname } from 'node:path';
 import { LINE_ROOM_BYTES } from '../protocol/limits.ts';
 import { ERROR_REASONS, errorLine } from '../protocol/replies.ts';
+import { ConfigError } from './config-error.ts';
+import type { LogLevel } from './logger.ts';
 import { parseStoreList } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
 // default and meaning; the README's configuration table is checked against these.
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type EvictionPolicy = 'lru' | 'noeviction';
 /** STORE_NATIVE_IO: whether client sockets go through the store's C add-on (services/store/native-io.ts). */
 export type NativeIoMode = 'auto' | 'on' | 'off';

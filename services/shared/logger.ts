@@ -1,8 +1,9 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
-import type { LogLevel } from './config.ts';
 import { TurnBatchedDestination } from './turn-batched-destination.ts';
 
 export type { Logger };
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface LoggerOptions {
   readonly name: string;

@@ -1,5 +1,5 @@
-import { ConfigError, type LogLevel } from './config.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { ConfigError } from './config-error.ts';
+import { createLogger, type LogLevel, type Logger } from './logger.ts';
 
 export interface RunnableService {
   /** Drains and stops; resolves when everything is closed. */
