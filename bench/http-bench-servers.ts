@@ -55,7 +55,7 @@ async function serve(mode: HttpBenchMode, port: number, storePorts: readonly num
   const { StoreConnection } = await import('../services/client/store-connection.ts');
   const { createLogger } = await import('../services/shared/logger.ts');
   const { createMetricsRegistry } = await import('../services/shared/metrics-registry.ts');
-  const { loadBackendConfig } = await import('../services/shared/config.ts');
+  const { loadBackendConfig } = await import('../services/config/config.ts');
 
   const config = loadBackendConfig({});
   const withMetrics = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-no-express' || mode === 'backend-no-logs' || mode === 'naive';

@@ -1,6 +1,6 @@
 import { createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadStoreConfig } from '../services/shared/config.ts';
+import { loadStoreConfig } from '../services/config/config.ts';
 import { listen } from '../services/shared/listen.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
@@ -222,7 +222,7 @@ describe('kv bench over a list of shards', () => {
 
   it('drives every shard with the keys the ring gives it, and reports each shard and the total', async () => {
     const { ShardRing } = await import('../services/ring/shard-ring.ts');
-    const { parseStoreList } = await import('../services/shared/store-list.ts');
+    const { parseStoreList } = await import('../services/config/store-list.ts');
     const { benchKey } = await import('../services/cli/bench/command-encoder.ts');
     const stores = [await startStore(), await startStore(), await startStore()];
     const list = stores.map((s) => `127.0.0.1:${s.port}`).join(',');

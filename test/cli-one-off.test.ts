@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
-import { loadStoreConfig } from '../services/shared/config.ts';
+import { loadStoreConfig } from '../services/config/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { startFakeStore } from './helpers/fake-store.ts';

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { lineBound } from '../services/protocol/limits.ts';
-import { backendSettings, loadBackendConfig, loadStoreConfig, storeSettings } from '../services/shared/config.ts';
+import { backendSettings, loadBackendConfig, loadStoreConfig, storeSettings } from '../services/config/config.ts';
 import { ConfigError } from '../services/shared/config-error.ts';
 import { listen } from '../services/shared/listen.ts';
 

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { DockerComposeEnvironment, Wait, type StartedDockerComposeEnvironment } from 'testcontainers';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ShardRing } from '../services/ring/shard-ring.ts';
-import { parseStoreList } from '../services/shared/store-list.ts';
+import { parseStoreList } from '../services/config/store-list.ts';
 import { composeFiles, describeDocker } from './helpers/docker-available.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 

@@ -2,9 +2,9 @@
 // store and a backend are started in-process, take a little traffic, and their live
 // /metrics are compared with the names in grafana/dashboards/*.json and alert-rules.yml.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseStoreList } from '../services/shared/store-list.ts';
+import { parseStoreList } from '../services/config/store-list.ts';
 import { startBackendService, type BackendService } from '../services/backend/backend-service.ts';
-import { loadBackendConfig, loadStoreConfig } from '../services/shared/config.ts';
+import { loadBackendConfig, loadStoreConfig } from '../services/config/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { parseExposition } from '../bench/harness/exposition.ts';

@@ -14,7 +14,7 @@ import { UsageError } from '../services/cli/usage-error.ts';
 import { INVALID_EXPIRE_TIME, INVALID_KEY, OK, ParsedCommand, parseCommand } from '../services/protocol/command-parser.ts';
 import { isValidKey } from '../services/protocol/key-rules.ts';
 import { LINE_ROOM_BYTES, lineBound, MAX_KEY_BYTES, MAX_TTL_DIGITS, MAX_TTL_SECONDS } from '../services/protocol/limits.ts';
-import { commonSettings } from '../services/shared/config.ts';
+import { commonSettings } from '../services/config/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import * as kvEngine from '../services/store/kv-engine.ts';
 import { RecordingCommands, refusal } from './helpers/recording-commands.ts';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { backendSettings, storeSettings, type Setting } from '../services/shared/config.ts';
+import { backendSettings, storeSettings, type Setting } from '../services/config/config.ts';
 
 function table(title: string, settings: Record<string, Setting<unknown>>): string {
   const rows = Object.values(settings).map((s) => `| \`${s.env}\` | \`${s.default}\` | ${s.description} |`);

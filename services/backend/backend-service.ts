@@ -4,7 +4,7 @@ import { ShardedStore, type ShardAddress } from '../client/sharded-store.ts';
 import { replyLineBound } from '../protocol/limits.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import { bindError } from '../shared/bind-error.ts';
-import { backendSettings, type BackendConfig } from '../shared/config.ts';
+import { backendSettings, type BackendConfig } from '../config/config.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';

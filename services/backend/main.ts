@@ -1,4 +1,4 @@
-import { loadBackendConfig } from '../shared/config.ts';
+import { loadBackendConfig } from '../config/config.ts';
 import { runService } from '../shared/run-service.ts';
 import { startBackendService } from './backend-service.ts';
 

@@ -2,7 +2,7 @@ import { StoreUnavailableError } from '../client/errors.ts';
 import { commandsRoutedBy } from '../protocol/command-table.ts';
 import { StoreConnection } from '../client/store-connection.ts';
 import { ShardRing } from '../ring/shard-ring.ts';
-import type { StoreShard } from '../shared/store-list.ts';
+import type { StoreShard } from '../config/store-list.ts';
 
 /** Commands whose second token is a key: they go to the key's shard. */
 const KEYED = commandsRoutedBy('key');

@@ -1,6 +1,6 @@
 import { StoreConnection } from '../client/store-connection.ts';
 import { ShardRing } from '../ring/shard-ring.ts';
-import type { StoreShard } from '../shared/store-list.ts';
+import type { StoreShard } from '../config/store-list.ts';
 import { DEFAULT_TIMEOUT_MS, type GlobalOptions } from './cli-args.ts';
 import { findCommand, type CliCommand, type CommandContext } from './cli-commands.ts';
 import { readAll, writeOut, type CliIo } from './cli-io.ts';

@@ -1,5 +1,5 @@
 import { REPLY_WORDS } from '../protocol/replies.ts';
-import type { StoreShard } from '../shared/store-list.ts';
+import type { StoreShard } from '../config/store-list.ts';
 import type { CommandOutcome } from './cli-commands.ts';
 import { errorJson, type ReplyJson } from './reply-json.ts';
 

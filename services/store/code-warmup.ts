@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { pipelineLines } from '../client/line-pipeline.ts';
-import type { EvictionPolicy } from '../shared/config.ts';
+import type { EvictionPolicy } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { KvEngine } from './kv-engine.ts';
 import { StoreMetrics } from './store-metrics.ts';

@@ -1,6 +1,6 @@
 // First: the process may replace itself with a fixed malloc threshold (malloc-tuning.ts).
 import './with-malloc-threshold.ts';
-import { loadStoreConfig } from '../shared/config.ts';
+import { loadStoreConfig } from '../config/config.ts';
 import { runService } from '../shared/run-service.ts';
 import { lowerV8WorkerPriority } from './background-thread-priority.ts';
 import { startStoreService } from './store-service.ts';

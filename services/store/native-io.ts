@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
-import type { NativeIoMode } from '../shared/config.ts';
+import type { NativeIoMode } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import type { ReadReceiver } from './shared-read-buffer.ts';

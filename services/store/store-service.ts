@@ -5,7 +5,7 @@ import { probeUsage } from '../client/probe-usage.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import { bindError } from '../shared/bind-error.ts';
 import { lineBound } from '../protocol/limits.ts';
-import { storeSettings, type StoreConfig } from '../shared/config.ts';
+import { storeSettings, type StoreConfig } from '../config/config.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import { warmUpCommandPath } from './code-warmup.ts';

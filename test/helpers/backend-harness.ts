@@ -2,9 +2,9 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { afterEach } from 'vitest';
 import { StoreConnection } from '../../services/client/index.ts';
 import { startBackendService, type BackendDeps, type BackendService } from '../../services/backend/backend-service.ts';
-import { loadBackendConfig, loadStoreConfig, type BackendConfig, type StoreConfig } from '../../services/shared/config.ts';
+import { loadBackendConfig, loadStoreConfig, type BackendConfig, type StoreConfig } from '../../services/config/config.ts';
 import { createLogger, type Logger } from '../../services/shared/logger.ts';
-import { parseStoreList, type StoreShard } from '../../services/shared/store-list.ts';
+import { parseStoreList, type StoreShard } from '../../services/config/store-list.ts';
 import type { startStoreService } from '../../services/store/store-service.ts';
 import { startFakeStore, type FakeAction, type FakeStore } from './fake-store.ts';
 

@@ -1,5 +1,5 @@
 import type { DestinationStream } from 'pino';
-import { loadStoreConfig, type StoreConfig } from '../../services/shared/config.ts';
+import { loadStoreConfig, type StoreConfig } from '../../services/config/config.ts';
 import { createLogger } from '../../services/shared/logger.ts';
 import { startStoreService, type StoreDeps, type StoreService } from '../../services/store/store-service.ts';
 import { track } from './cleanup.ts';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { GlobalOptions } from '../cli-args.ts';
-import type { StoreShard } from '../../shared/store-list.ts';
+import type { StoreShard } from '../../config/store-list.ts';
 import { resolveStoreShards } from '../store-address.ts';
 import { UsageError } from '../usage-error.ts';
 import { MAX_KEYSPACE, type BenchProtocol } from './command-encoder.ts';

@@ -3,8 +3,8 @@ import { isIPv6 } from 'node:net';
 import { dirname } from 'node:path';
 import { LINE_ROOM_BYTES } from '../protocol/limits.ts';
 import { ERROR_REASONS, errorLine } from '../protocol/replies.ts';
-import { ConfigError } from './config-error.ts';
-import type { LogLevel } from './logger.ts';
+import { ConfigError } from '../shared/config-error.ts';
+import type { LogLevel } from '../shared/logger.ts';
 import { parseStoreList } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at

@@ -1,6 +1,6 @@
 import { memberSeed } from '../ring/shard-ring.ts';
 import { hostPort, type HostPort } from './config.ts';
-import { ConfigError } from './config-error.ts';
+import { ConfigError } from '../shared/config-error.ts';
 
 // KV_STORE (backend) and KV_STORE / --store (kv): one store or a ring of shards (SPEC §6).
 //   list  := entry ("," entry)*
