@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { hostPort } from '../services/config/config.ts';
-import { ConfigError } from '../services/shared/config-error.ts';
+import { hostPort } from '../services/config/setting-parsers.ts';
 import { parseStoreList } from '../services/config/store-list.ts';
+import { ConfigError } from '../services/shared/config-error.ts';
 
 const parse = (raw: string) => parseStoreList(raw, 'KV_STORE');
 

@@ -1,6 +1,6 @@
-import type { HostPort } from '../config/config.ts';
-import { ConfigError } from '../shared/config-error.ts';
+import type { HostPort } from '../config/setting-parsers.ts';
 import { parseStoreList, type StoreShard } from '../config/store-list.ts';
+import { ConfigError } from '../shared/config-error.ts';
 import { UsageError } from './usage-error.ts';
 
 export const DEFAULT_STORE = '127.0.0.1:8765';

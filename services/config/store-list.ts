@@ -1,6 +1,6 @@
 import { memberSeed } from '../ring/shard-ring.ts';
-import { hostPort, type HostPort } from './config.ts';
 import { ConfigError } from '../shared/config-error.ts';
+import { hostPort, type HostPort } from './setting-parsers.ts';
 
 // KV_STORE (backend) and KV_STORE / --store (kv): one store or a ring of shards (SPEC §6).
 //   list  := entry ("," entry)*
@@ -26,7 +26,7 @@ function refuse(env: string, entry: string, index: number, count: number, reason
   throw new ConfigError(`${where} is invalid: ${reason}`);
 }
 
-/** The reason part of a ConfigError from config.ts (`VAR="x" is invalid: <reason>`). */
+/** The reason part of a ConfigError from setting-parsers.ts (`VAR="x" is invalid: <reason>`). */
 function reasonOf(err: ConfigError): string {
   const at = err.message.indexOf(' is invalid: ');
   return at >= 0 ? err.message.slice(at + ' is invalid: '.length) : err.message;
