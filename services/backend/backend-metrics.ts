@@ -2,8 +2,8 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { errorKind, StoreArgumentError, StoreError, StoreMaxConnectionsError, StoreReplyError } from '../client/errors.ts';
 import type { CommandObserver, CommandResult } from '../client/store-commands.ts';
 import type { ConnectionState } from '../client/store-connection.ts';
-import type { BodyRefusal } from './backend-app.ts';
 import { FastHistogram } from './fast-histogram.ts';
+import type { BodyRefusal } from './request-body.ts';
 
 /** What the backend records (SPEC §4, §6); every label value comes from a fixed set or the configured shard names. */
 export interface BackendMetrics {
