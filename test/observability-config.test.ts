@@ -90,7 +90,7 @@ describe.skipIf(!promtool && !promtoolRequired)('promtool', () => {
 
 describe('alert rules', () => {
   const testText = alertTests.map((f) => readRepoFile(f)).join('\n');
-  const runbooks = readRepoFile('docs/runbooks.md');
+  const runbooks = readRepoFile('docs/dashboards-and-alerts.md');
   // GitHub's heading anchors: lower case, spaces to dashes, punctuation dropped.
   const anchors = new Set(
     [...runbooks.matchAll(/^#{1,6} (.+)$/gm)].map((m) => m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')),
@@ -131,7 +131,7 @@ describe('alert rules', () => {
     expect(['critical', 'warning']).toContain(a.severity);
     expect(a.text).toMatch(/^\s+summary: \S/m);
     expect(a.text).toMatch(/^\s+description: \S/m);
-    expect(a.runbookUrl).toBe(`docs/runbooks.md#${a.name.toLowerCase()}`);
+    expect(a.runbookUrl).toBe(`docs/dashboards-and-alerts.md#${a.name.toLowerCase()}`);
     expect(anchors).toContain(a.name.toLowerCase());
   });
 
