@@ -7,11 +7,11 @@ function table(title: string, settings: Record<string, Setting<unknown>>): strin
   return [`**${title}**`, '', '| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
 }
 
-describe('README configuration table', () => {
+describe('docs/configuration.md: the settings tables', () => {
   it('matches the config loader: every variable, default and meaning', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const m = /<!-- config-table:start -->\n([\s\S]*?)\n<!-- config-table:end -->/.exec(readme);
-    expect(m, 'README has the config-table markers').not.toBeNull();
+    const page = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
+    const m = /<!-- config-table:start -->\n([\s\S]*?)\n<!-- config-table:end -->/.exec(page);
+    expect(m, 'docs/configuration.md has the config-table markers').not.toBeNull();
     const expected = [
       table('Store (`npm run start:store`)', storeSettings),
       table('Backend (`npm run start:backend`)', backendSettings),
