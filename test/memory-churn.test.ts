@@ -1,6 +1,6 @@
 // The store's memory bound, checked on a real store process: a churn of values from 1 B to
 // 64 KiB over a keyspace twice the cap (so the store keeps evicting), then DELETE of every
-// key. Resident memory must stay within the bound the README states, and the records'
+// key. Resident memory must stay within the bound docs/limits-and-capacity.md states, and the records'
 // memory must leave the process when the keys do (before, it stayed until a collection
 // that an idle store never ran, and malloc kept the holes). Bounded by a command count.
 import { describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { formatChurnReport, runMemoryChurn } from '../bench/memory-churn.ts';
 import { arenaEmptyBytes, arenaPageTarget } from '../services/store/record-arena.ts';
 
 const MiB = 1024 * 1024;
-/** README, "Limits and security": RSS within 1.5 × MAX_MEMORY_BYTES + this. */
+/** docs/limits-and-capacity.md#sizing-memory: RSS within 1.5 × MAX_MEMORY_BYTES + this. */
 const RSS_BASELINE_BYTES = 200 * MiB;
 
 describe('store memory under a churn of mixed value sizes', () => {

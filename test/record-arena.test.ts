@@ -177,7 +177,7 @@ describe('record arena', () => {
       expect(arenaEmptyBytes(target)).toBe(arena.classes.slice(0, arena.large).reduce((sum, c) => sum + c.pageBytes, 0));
     }
     expect(() => new RecordArena(2 ** 30, { pageTarget: MIN_PAGE_TARGET - 1 })).toThrow(/pageTarget/);
-    // The default cap's figure, which the README gives.
+    // The default cap's figure, which docs/limits-and-capacity.md gives.
     expect(arenaSlackBytes(arenaPageTarget(256 * 2 ** 20)) / 2 ** 20).toBeCloseTo(20, -1);
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { keyHash, memberSeed, ShardRing } from '../services/ring/shard-ring.ts';
 import { fixtureKeys, fixtureMemberLists } from './helpers/ring-fixture-data.ts';
 
-// The committed fixture pins key -> shard for other-language clients (README "Sharding").
+// The committed fixture pins key -> shard for other-language clients (docs/sharding.md).
 // This test recomputes every answer with the ring and compares: a change to the hash,
 // the seeds, the byte order or the name mapping fails here instead of silently moving
 // every key in every deployment.

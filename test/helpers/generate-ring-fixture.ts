@@ -11,7 +11,7 @@ const rings = Object.entries(fixtureMemberLists).map(([list, names]) => [list, n
 const allNames = [...new Set(Object.values(fixtureMemberLists).flat())];
 
 const fixture = {
-  about: 'key -> shard for published member lists; the algorithm is in the README, section "Sharding"',
+  about: 'key -> shard for published member lists; the algorithm is in docs/sharding.md',
   algorithm: 'rendezvous hashing: owner = argmax over members of fmix32(murmur3_32(key bytes, 0) XOR murmur3_32(UTF-8 name, 0)), unsigned 32-bit',
   memberLists: fixtureMemberLists,
   memberSeeds: Object.fromEntries(allNames.map((name) => [name, memberSeed(name)])),

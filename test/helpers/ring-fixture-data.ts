@@ -1,5 +1,5 @@
 // The published member lists and keys of test/fixtures/ring-fixture.json: what a client
-// in another language checks its routing against (README "Sharding").
+// in another language checks its routing against (docs/sharding.md).
 
 export const fixtureMemberLists: Readonly<Record<string, readonly string[]>> = {
   '1': ['store-0'],
