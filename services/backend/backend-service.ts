@@ -15,6 +15,7 @@ import { BodyBudget } from './body-budget.ts';
 import { trackHttpConnections } from './http-connections.ts';
 import { createShardHealth, type HealthReport } from './shard-health.ts';
 import { startStoreMonitor, type StoreMonitor } from './store-monitor.ts';
+import { BACKEND_READY } from '../shared/ready-line.ts';
 
 export interface BackendDeps {
   readonly logger: Logger;
@@ -190,7 +191,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       bodyBufferBytes: config.bodyBufferBytes,
       shutdownDelayMs: config.shutdownDelayMs,
     },
-    'kvbackend ready',
+    BACKEND_READY,
   );
 
   let closed: Promise<void> | undefined;

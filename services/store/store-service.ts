@@ -22,6 +22,7 @@ import { THIS_THREAD_PAGES, ThreadPageSource } from './page-source.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './store-server.ts';
 import { chooseSocketIo } from './native-io.ts';
+import { STORE_READY } from '../shared/ready-line.ts';
 
 export interface StoreDeps {
   readonly logger: Logger;
@@ -235,7 +236,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
       v8FlagDefaults: deps.v8FlagDefaults,
     },
-    'kvstore ready',
+    STORE_READY,
   );
 
   let closed: Promise<void> | undefined;

@@ -1,5 +1,8 @@
 import { fileURLToPath } from 'node:url';
-import { jsonLineWithMsg, parseJsonLine, spawnUntilReady, type ReadyProcess } from '../../bench/harness/spawn-until-ready.ts';
+import { spawnUntilReady, type ReadyProcess } from '../../bench/harness/spawn-until-ready.ts';
+import { parseLogLine, parseReadyLine } from '../../services/shared/ready-line.ts';
+
+export { BACKEND_READY, STORE_READY } from '../../services/shared/ready-line.ts';
 
 export { freePort } from '../../services/shared/free-port.ts';
 
@@ -36,9 +39,9 @@ export async function startServiceProcess(
     args: [script],
     cwd: root,
     env: { LOG_LEVEL: 'info', ...env },
-    ready: jsonLineWithMsg(readyMsg),
+    ready: (line) => parseReadyLine(line, readyMsg),
     onLine: (line) => {
-      const entry = parseJsonLine(line);
+      const entry = parseLogLine(line);
       if (entry) logs.push(entry);
     },
     timeoutMs,
