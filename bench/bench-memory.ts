@@ -2,9 +2,11 @@
 // RSS after loading minus RSS of the empty process.
 import { readFileSync } from 'node:fs';
 import { StoreConnection } from '../services/client/index.ts';
-import { seriesValues } from './harness/exposition.ts';
-import { kvBench, redisCommand, startRedis, startStore, type Server } from './harness/processes.ts';
-import type { Settings } from './bench-settings.ts';
+import { kvBench } from './harness/processes.ts';
+import { scrape } from './harness/scrape.ts';
+import { startRedis, startStore, type Service } from './harness/services.ts';
+import { STORE_ENV, type Settings } from './bench-settings.ts';
+import { redisCommand } from './redis/redis-command.ts';
 
 /** Resident set size of a process in bytes (Linux /proc), or undefined elsewhere. */
 function procRss(pid: number): number | undefined {
@@ -16,18 +18,18 @@ function procRss(pid: number): number | undefined {
   }
 }
 
-async function storeMetricRss(server: Server): Promise<number | undefined> {
-  return seriesValues(await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text()).get('process_resident_memory_bytes');
+async function storeMetricRss(server: Service): Promise<number | undefined> {
+  return (await scrape(server.metricsPort!)).get('process_resident_memory_bytes');
 }
 
-async function redisRss(server: Server): Promise<{ rss: number; method: string }> {
+async function redisRss(server: Service): Promise<{ rss: number; method: string }> {
   const fromProc = procRss(server.pid);
   if (fromProc !== undefined) return { rss: fromProc, method: '/proc/<pid>/status VmRSS' };
   const info = await redisCommand(server.port, 'INFO memory');
   return { rss: Number(/used_memory_rss:(\d+)/.exec(info)![1]), method: 'INFO memory used_memory_rss' };
 }
 
-async function storeRss(server: Server): Promise<{ rss: number; method: string }> {
+async function storeRss(server: Service): Promise<{ rss: number; method: string }> {
   const fromProc = procRss(server.pid);
   if (fromProc !== undefined) return { rss: fromProc, method: '/proc/<pid>/status VmRSS' };
   return { rss: (await storeMetricRss(server))!, method: '/metrics process_resident_memory_bytes' };
@@ -47,7 +49,7 @@ export interface MemoryResult {
 }
 
 export async function memoryPerKey(kind: 'kvstack' | 'redis', s: Settings): Promise<MemoryResult> {
-  const server = kind === 'kvstack' ? await startStore() : await startRedis();
+  const server = kind === 'kvstack' ? await startStore({ env: STORE_ENV, detached: true }) : await startRedis({ detached: true });
   try {
     const rss = kind === 'kvstack' ? storeRss : redisRss;
     // Baseline: the empty process after one round trip (so connection buffers exist).

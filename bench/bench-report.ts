@@ -1,7 +1,8 @@
 // The printed report of `npm run bench`: one table of the store rounds and memory, the
 // HTTP table, and every command line that produced a figure.
 import type { MemoryResult } from './bench-memory.ts';
-import type { HttpRun, StoreRun } from './harness/processes.ts';
+import type { StoreRun } from './harness/processes.ts';
+import type { HttpBenchReport } from './http-bench-report.ts';
 import type { Settings } from './bench-settings.ts';
 import { median, medianBy } from './harness/median.ts';
 
@@ -19,6 +20,12 @@ export interface DepthRuns {
   readonly depth: number;
   readonly kvstack: readonly StoreRun[];
   readonly redis: readonly StoreRun[];
+}
+
+/** The HTTP benchmark's report and the command that made it. */
+export interface HttpRun {
+  readonly command: string;
+  readonly report: HttpBenchReport;
 }
 
 /** The run with the median ops/s: the figure reported for a system at a depth. */

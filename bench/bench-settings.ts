@@ -21,6 +21,9 @@ export const HELP = `Usage: npm run bench -- [options]
   --json <file>        also write the results as JSON (e.g. bench-results/latest.json)
 `;
 
+/** The store of the throughput and memory runs: room for every key, its ports chosen by the OS. */
+export const STORE_ENV = { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(8 * 1024 ** 3), LOG_LEVEL: 'info' };
+
 export interface Settings {
   readonly duration: number;
   readonly rounds: number;

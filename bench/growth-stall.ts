@@ -95,9 +95,8 @@ import { availableParallelism, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pipelineLines } from '../services/client/line-pipeline.ts';
-import { freePort } from '../services/shared/free-port.ts';
-import { spawnUntilReady } from './harness/spawn-until-ready.ts';
-import { armedKvloadFill, armedKvloadRun, spawnStore } from './harness/processes.ts';
+import { armedKvloadFill, armedKvloadRun } from './harness/processes.ts';
+import { redisAvailable, startRedis, startStore } from './harness/services.ts';
 import { stealStopwatch } from './harness/process-cpu.ts';
 import { pathOf, type ServerLoop } from './round-trip-path.ts';
 import { longestIndexes, longestRoundTrips, pongBytes, realTimeUnavailable, StallProber, worstAfter, type RoundTrips } from './stall-prober.ts';
@@ -225,7 +224,7 @@ async function main(): Promise<void> {
   const targets = opts.target === 'both' ? all : [opts.target];
   for (const t of targets) {
     if (!all.includes(t)) throw new Error(`--target must be ${all.join(', ')} or both`);
-    if (t === 'redis' && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) throw new Error('redis-server is not on PATH');
+    if (t === 'redis' && !redisAvailable()) throw new Error('redis-server is not on PATH');
   }
   // The phase the rounds' table reports: the one each mode is about.
   const measured = mode === 'load' ? 'load' : mode === 'storm' ? 'sweep' : 'overwrite';
@@ -243,7 +242,7 @@ async function main(): Promise<void> {
 /** Starts target `t`, measures it once (printing its JSON line) and stops it; returns the figures. */
 async function runTarget(t: string, mode: string, settings: Settings, storeNodeArgs: readonly string[], serverCpus: string | undefined, clientCpus: string | undefined): Promise<Record<string, unknown>> {
   const snapshots = mode === 'snapshot' && t !== 'kvstack-no-saves';
-  const server = t === 'redis' ? await startRedis(snapshots) : await startStore(snapshots, storeNodeArgs);
+  const server = t === 'redis' ? await redisTarget(snapshots) : await storeTarget(snapshots, storeNodeArgs);
   try {
     if (serverCpus !== undefined) pinCpus(server.child.pid!, serverCpus);
     // The thread whose id is the pid: the main thread only (setpriority on Linux).
@@ -274,29 +273,25 @@ function pinCpus(pid: number, list: string): void {
   if (r.status !== 0) throw new Error(`taskset -a -p -c ${list} ${pid} failed: ${r.error?.message ?? r.stderr.trim()}`);
 }
 
-async function startStore(snapshots = false, nodeArgs: readonly string[] = []): Promise<Target> {
+async function storeTarget(snapshots = false, nodeArgs: readonly string[] = []): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'growth-stall-'));
   const env: Record<string, string> = snapshots ? { STORE_SNAPSHOT_PATH: join(dir, 'store.snapshot'), STORE_SNAPSHOT_INTERVAL_S: '1' } : {};
   let saves = 0;
-  const p = await spawnStore({ MAX_MEMORY_BYTES: String(16 * 1024 ** 3), ...env }, { onLine: (line) => void (line.includes('"snapshot saved"') && saves++), nodeArgs });
+  const p = await startStore({ env: { MAX_MEMORY_BYTES: String(16 * 1024 ** 3), ...env }, onLine: (line) => void (line.includes('"snapshot saved"') && saves++), nodeArgs });
   p.child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  return { child: p.child, port: p.ready.port as number, redis: false, saves: () => saves };
+  return { child: p.child, port: p.port, redis: false, saves: () => saves };
 }
 
-async function startRedis(snapshots = false): Promise<Target> {
-  const port = await freePort();
+async function redisTarget(snapshots = false): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'growth-stall-redis-'));
   const save = snapshots ? ['--save', '1 1', '--dir', dir] : ['--save', ''];
   let saves = 0;
-  const p = await spawnUntilReady({
-    label: 'redis-server',
-    command: 'redis-server',
-    args: ['--port', String(port), '--bind', '127.0.0.1', ...save, '--appendonly', 'no'],
-    ready: (line) => (line.includes('Ready to accept connections') ? true : undefined),
+  const p = await startRedis({
+    args: [...save, '--appendonly', 'no'],
     onLine: (line) => void (line.includes('Background saving terminated with success') && saves++),
   });
   p.child.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  return { child: p.child, port, redis: true, saves: () => saves };
+  return { child: p.child, port: p.port, redis: true, saves: () => saves };
 }
 
 async function open(port: number): Promise<Socket> {

@@ -1,5 +1,58 @@
-// The printed form of an HTTP benchmark report.
-import type { HttpBenchReport } from './http-bench.ts';
+// What the HTTP benchmark reports (its modes, each mode's figures) and its printed form.
+import type { LoadGeneratorName } from './http-load-generators.ts';
+
+export type HttpBenchMode =
+  | 'bare-node'
+  | 'bare-express'
+  | 'backend'
+  | 'backend-no-express'
+  | 'backend-no-logs'
+  | 'backend-no-metrics'
+  | 'backend-bare'
+  | 'naive'
+  | 'backend-3-shards';
+/** The modes measured by default (npm run bench). */
+export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-express', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
+/** Every mode, for --modes. */
+export const ALL_HTTP_BENCH_MODES: readonly HttpBenchMode[] = [...HTTP_BENCH_MODES, 'backend-3-shards'];
+
+export interface HttpBenchResult {
+  readonly mode: HttpBenchMode;
+  readonly requestsPerSecond: number;
+  /** Lowest and highest req/s over the rounds: how far apart the rounds were. */
+  readonly requestsPerSecondRange: readonly [number, number];
+  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
+  /** Lowest and highest p99 over the rounds, in ms. */
+  readonly p99RangeMs: readonly [number, number];
+  readonly requests: number;
+  readonly errors: number;
+  readonly non2xx: number;
+  /** Count per status code, when any answer was not 2xx (a benchmark of errors is no benchmark). */
+  readonly statusCodes: Record<string, number>;
+  /** CPU time the server process spent per request during the measured run (user + system), in µs. */
+  readonly serverCpuMicrosPerRequest: number | undefined;
+  /** The same for the store process (Linux only: read from /proc). */
+  readonly storeCpuMicrosPerRequest: number | undefined;
+  /**
+   * CPU the load generator used during the measured run, in % of one core: near 100
+   * means it, not the server, sets the pace.
+   */
+  readonly loadGeneratorCpuPercent: number;
+  /** Which round this (median) result comes from (its CPU figures are the medians over all rounds). */
+  readonly round: number;
+}
+
+export interface HttpBenchReport {
+  readonly loadGenerator: LoadGeneratorName;
+  readonly connections: number;
+  readonly durationSeconds: number;
+  readonly rounds: number;
+  readonly node: string;
+  readonly results: readonly HttpBenchResult[];
+  /** Ratios the goals are stated in, and CPU differences between modes, when both were measured. */
+  readonly ratios: Record<string, number>;
+}
+
 
 export function formatHttpBench(report: HttpBenchReport): string {
   const lines = [

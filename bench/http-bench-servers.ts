@@ -6,7 +6,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { HttpBenchMode } from './http-bench.ts';
+import type { HttpBenchMode } from './http-bench-report.ts';
 
 
 /**

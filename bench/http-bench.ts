@@ -31,23 +31,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 import { median, medianBy } from './harness/median.ts';
-import { formatHttpBench } from './http-bench-report.ts';
+import { processCpuSeconds } from './harness/process-cpu.ts';
+import { startStore, type Service } from './harness/services.ts';
+import { ALL_HTTP_BENCH_MODES, formatHttpBench, HTTP_BENCH_MODES, type HttpBenchMode, type HttpBenchReport, type HttpBenchResult } from './http-bench-report.ts';
 import { autocannonLoadGenerator, defaultLoadGenerator, wrkLoadGenerator, type LoadGenerator, type LoadGeneratorName, type LoadRun } from './http-load-generators.ts';
-
-export type HttpBenchMode =
-  | 'bare-node'
-  | 'bare-express'
-  | 'backend'
-  | 'backend-no-express'
-  | 'backend-no-logs'
-  | 'backend-no-metrics'
-  | 'backend-bare'
-  | 'naive'
-  | 'backend-3-shards';
-/** The modes measured by default (npm run bench). */
-export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-express', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
-/** Every mode, for --modes. */
-export const ALL_HTTP_BENCH_MODES: readonly HttpBenchMode[] = [...HTTP_BENCH_MODES, 'backend-3-shards'];
 
 export interface HttpBenchOptions {
   /** Seconds measured per mode (after the warm-up). */
@@ -65,48 +52,11 @@ export interface HttpBenchOptions {
   readonly log?: (line: string) => void;
 }
 
-export interface HttpBenchResult {
-  readonly mode: HttpBenchMode;
-  readonly requestsPerSecond: number;
-  /** Lowest and highest req/s over the rounds: how far apart the rounds were. */
-  readonly requestsPerSecondRange: readonly [number, number];
-  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
-  /** Lowest and highest p99 over the rounds, in ms. */
-  readonly p99RangeMs: readonly [number, number];
-  readonly requests: number;
-  readonly errors: number;
-  readonly non2xx: number;
-  /** Count per status code, when any answer was not 2xx (a benchmark of errors is no benchmark). */
-  readonly statusCodes: Record<string, number>;
-  /** CPU time the server process spent per request during the measured run (user + system), in µs. */
-  readonly serverCpuMicrosPerRequest: number | undefined;
-  /** The same for the store process (Linux only: read from /proc). */
-  readonly storeCpuMicrosPerRequest: number | undefined;
-  /**
-   * CPU the load generator used during the measured run, in % of one core: near 100
-   * means it, not the server, sets the pace.
-   */
-  readonly loadGeneratorCpuPercent: number;
-  /** Which round this (median) result comes from (its CPU figures are the medians over all rounds). */
-  readonly round: number;
-}
-
 /** One mode in one round; the ranges of HttpBenchResult are filled in over the rounds. */
 type RoundResult = Omit<HttpBenchResult, 'requestsPerSecondRange' | 'p99RangeMs'>;
 
 /** Lowest and highest of some figure over the rounds. */
 const range = (values: readonly number[]): [number, number] => [Math.min(...values), Math.max(...values)];
-
-export interface HttpBenchReport {
-  readonly loadGenerator: LoadGeneratorName;
-  readonly connections: number;
-  readonly durationSeconds: number;
-  readonly rounds: number;
-  readonly node: string;
-  readonly results: readonly HttpBenchResult[];
-  /** Ratios the goals are stated in, and CPU differences between modes, when both were measured. */
-  readonly ratios: Record<string, number>;
-}
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const KEY = 'bench-key';
@@ -160,20 +110,13 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   // One store; two more when a mode runs over a ring of three (they hold the key too, so
   // the ring may route it to any of them).
   const storeCount = modes.includes('backend-3-shards') ? 3 : 1;
-  const storePorts: number[] = [];
-  const stores: ChildProcess[] = [];
-  for (let i = 0; i < storeCount; i++) {
-    const p = await freePort();
-    storePorts.push(p);
-    stores.push(startChild(['services/store/main.ts'], { STORE_HOST: '127.0.0.1', STORE_PORT: String(p), STORE_METRICS_PORT: String(await freePort()), LOG_LEVEL: 'warn' }));
-  }
-  const [storePort] = storePorts as [number];
+  const stores: Service[] = [];
   const results: HttpBenchResult[] = [];
   try {
-    for (const [i, p] of storePorts.entries()) {
-      await waitForPort(p, stores[i]!);
-      await prefill(p, valueBytes);
-    }
+    for (let i = 0; i < storeCount; i++) stores.push(await startStore({ env: { STORE_HOST: '127.0.0.1' } }));
+    for (const store of stores) await prefill(store.port, valueBytes);
+    const storePorts = stores.map((s) => s.port);
+    const [storePort] = storePorts as [number];
     // Rounds interleave the modes (A B C, A B C, ...) so a burst of load from elsewhere
     // on a shared machine does not land on one mode only; each mode reports its median round.
     const runOne = async (mode: HttpBenchMode, round: number): Promise<RoundResult> => {
@@ -234,7 +177,7 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       });
     }
   } finally {
-    for (const child of stores) await stopChild(child);
+    for (const store of stores) await store.stop();
     rmSync(reportDir, { recursive: true, force: true });
   }
 
@@ -264,28 +207,13 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   return { loadGenerator: loadGeneratorName, connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
 }
 
-/** User + system CPU time of a process so far, in µs, from /proc (undefined elsewhere). */
-function processCpuMicros(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces): utime is 14th, stime 15th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND) * 1e6;
-  } catch {
-    return undefined;
-  }
-}
-// USER_HZ, 100 on every Linux this runs on (sysconf(_SC_CLK_TCK) is not reachable from Node).
-const CLOCK_TICKS_PER_SECOND = 100;
-
 /** CPU time of every store, in µs (undefined if one cannot be read). */
-function sumCpu(children: readonly ChildProcess[]): number | undefined {
+function sumCpu(children: readonly { readonly pid: number }[]): number | undefined {
   let sum = 0;
   for (const c of children) {
-    const cpu = processCpuMicros(c.pid!);
+    const cpu = processCpuSeconds(c.pid);
     if (cpu === undefined) return undefined;
-    sum += cpu;
+    sum += cpu * 1e6;
   }
   return sum;
 }

@@ -16,13 +16,12 @@
 // 5% DELETE on random keys), delete-all (a DELETE for every key of the keyspace), then
 // --settle-ms of idleness. Prints RSS over time, the peak RSS against the cap, and RSS
 // right after the delete-all and after settling.
-import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { seriesValues } from './harness/exposition.ts';
-import { spawnStore } from './harness/processes.ts';
+import { scrape } from './harness/scrape.ts';
+import { startStore } from './harness/services.ts';
 
 const MiB = 1024 * 1024;
 
@@ -88,23 +87,6 @@ export interface ChurnReport {
   readonly storeAlive: boolean;
 }
 
-interface StoreChild {
-  readonly child: ChildProcess;
-  readonly port: number;
-  readonly metricsPort: number;
-  alive(): boolean;
-  kill(): void;
-}
-
-async function startStore(env: Record<string, string>): Promise<StoreChild> {
-  const p = await spawnStore(env);
-  return { child: p.child, port: p.ready.port as number, metricsPort: p.ready.metricsPort as number, alive: p.alive, kill: p.kill };
-}
-
-async function scrape(port: number): Promise<Map<string, number>> {
-  return seriesValues(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
-}
-
 /** A pipelining line client that counts replies and errors, nothing else. */
 class ChurnConnection {
   readonly #socket: Socket;
@@ -161,13 +143,13 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
     return Buffer.concat([Buffer.from(`SET ${key(i)} `), pool.subarray(at, at + n), Buffer.from('\n')]);
   };
 
-  const store = await startStore({ MAX_MEMORY_BYTES: String(o.maxMemoryBytes), MAX_VALUE_BYTES: String(o.maxValueBytes), ...o.env });
+  const store = await startStore({ env: { MAX_MEMORY_BYTES: String(o.maxMemoryBytes), MAX_VALUE_BYTES: String(o.maxValueBytes), ...o.env } });
   const connections: ChurnConnection[] = [];
   const samples: ChurnSample[] = [];
   const started = performance.now();
   let phase: ChurnSample['phase'] = 'idle';
   const sample = async (): Promise<ChurnSample> => {
-    const m = await scrape(store.metricsPort);
+    const m = await scrape(store.metricsPort!);
     const s: ChurnSample = {
       phase,
       atMs: Math.round(performance.now() - started),
@@ -228,7 +210,7 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
     clearInterval(sampler);
     sampler = undefined;
     const afterSettle = await sample();
-    const evictions = (await scrape(store.metricsPort)).get('kvstore_evictions_total') ?? 0;
+    const evictions = (await scrape(store.metricsPort!)).get('kvstore_evictions_total') ?? 0;
 
     const peak = Math.max(...samples.map((s) => s.rssBytes));
     return {

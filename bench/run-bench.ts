@@ -12,10 +12,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus as machineCpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
-import { httpBench, killAll, killChildrenOnExit, kvBench, kvloadRun, log, redisAvailable, startRedis, startStore, type HttpRun, type Server, type StoreRun } from './harness/processes.ts';
+import { killAll, killChildrenOnExit, kvBench, kvloadRun, log, runToEnd, shellLine, type StoreRun } from './harness/processes.ts';
+import { redisAvailable, startRedis, startStore, type Service } from './harness/services.ts';
 import { coresBetween, CpuTrace, stealStopwatch, type CpuSample } from './harness/process-cpu.ts';
-import { fmt, medianRun, quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns } from './bench-report.ts';
-import { settings, type Settings } from './bench-settings.ts';
+import { fmt, medianRun, quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns, type HttpRun } from './bench-report.ts';
+import { settings, STORE_ENV, type Settings } from './bench-settings.ts';
+import type { HttpBenchReport } from './http-bench-report.ts';
 
 type System = 'kvstack' | 'redis';
 
@@ -23,7 +25,7 @@ type System = 'kvstack' | 'redis';
  * One measured run of the store workload against one system, with the server's CPU time
  * per operation over the measured window (the last `duration` seconds of the run).
  */
-async function storeLoad(s: Settings, system: System, server: Server, depth: number): Promise<StoreRun> {
+async function storeLoad(s: Settings, system: System, server: Service, depth: number): Promise<StoreRun> {
   const trace = new CpuTrace(server.pid);
   const stealMs = stealStopwatch();
   let samples: readonly CpuSample[] = [];
@@ -53,6 +55,21 @@ function clientRun(s: Settings, system: System, port: number, depth: number): Pr
   return kvBench(args);
 }
 
+/**
+ * The HTTP side: bench/http-bench.ts (wrk, else autocannon) starts its own store and one server per
+ * mode (the backend as shipped, bare Express, ...), run here as a child process.
+ */
+async function httpBench(s: Settings): Promise<HttpRun> {
+  const args = ['bench/http-bench.ts', '--duration', String(s.duration), '--warmup', String(s.warmup), '--connections', String(s.connections), '--rounds', String(s.rounds), '--json'];
+  const { code, out } = await runToEnd(process.execPath, args);
+  const command = shellLine({}, 'node', args);
+  try {
+    return { command, report: JSON.parse(out) as HttpBenchReport };
+  } catch {
+    throw new Error(`${command} failed (exit ${code})`);
+  }
+}
+
 async function main(): Promise<void> {
   killChildrenOnExit();
   const s = settings();
@@ -62,9 +79,10 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = { date: new Date().toISOString(), node: process.version, cpus, settings: s };
   const commands: string[] = [];
 
-  const store = await startStore();
+  const store = await startStore({ env: STORE_ENV, detached: true });
+  const storeNativeIo = typeof store.ready?.nativeIo === 'boolean' ? store.ready.nativeIo : undefined;
   commands.push(`store:   ${store.command}`);
-  const redis = withRedis ? await startRedis() : undefined;
+  const redis = withRedis ? await startRedis({ detached: true }) : undefined;
   if (redis) commands.push(`redis:   ${redis.command}`);
 
   // Rounds interleave kvstack and Redis (alternating which goes first), so a machine
@@ -104,7 +122,7 @@ async function main(): Promise<void> {
     };
   }
   results.store = rounds;
-  results.storeNativeIo = store.nativeIo ?? null;
+  results.storeNativeIo = storeNativeIo ?? null;
   await redis?.stop();
   await store.stop();
 
@@ -132,7 +150,7 @@ async function main(): Promise<void> {
   results.memory = memory ?? null;
   results.commands = commands;
 
-  process.stdout.write(renderReport({ settings: s, cpus, client: s.kvload ? 'kvload' : 'kv bench', depths, memory, http, commands, storeNativeIo: store.nativeIo }));
+  process.stdout.write(renderReport({ settings: s, cpus, client: s.kvload ? 'kvload' : 'kv bench', depths, memory, http, commands, storeNativeIo }));
 
   if (s.jsonFile) {
     const file = resolve(process.cwd(), s.jsonFile);

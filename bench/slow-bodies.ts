@@ -10,38 +10,27 @@
 // The store and the backend run as child processes (ports chosen by the OS), killed at
 // the end. KVSTACK_ROOT runs another checkout's services (to compare with an older one).
 import { connect, type Socket } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { seriesValues } from './harness/exposition.ts';
-import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from './harness/spawn-until-ready.ts';
+import { scrape } from './harness/scrape.ts';
+import { killAll, root as thisCheckout } from './harness/processes.ts';
+import { startBackend, startStore } from './harness/services.ts';
 
-const root = process.env.KVSTACK_ROOT ?? fileURLToPath(new URL('../', import.meta.url));
+const root = process.env.KVSTACK_ROOT ?? thisCheckout;
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '500' } } });
 const connections = Number(values.connections);
 const VALUE_BYTES = 1024 * 1024;
 const HELD_BACK = 1024; // the bytes never sent
 
-const children: ReadyProcess<Record<string, unknown>>[] = [];
-process.on('exit', () => children.forEach((c) => c.kill()));
-
-async function start(script: string, env: Record<string, string>, readyMsg: string): Promise<Record<string, unknown>> {
-  const p = await spawnUntilReady({ label: script, command: process.execPath, args: [script], cwd: root, env, ready: jsonLineWithMsg(readyMsg) });
-  children.push(p);
-  return p.ready;
-}
+process.on('exit', killAll);
 
 async function rssOf(metricsPort: number): Promise<number> {
-  return seriesValues(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()).get('process_resident_memory_bytes')!;
+  return (await scrape(metricsPort)).get('process_resident_memory_bytes')!;
 }
 
-const store = await start('services/store/main.ts', { STORE_HOST: '127.0.0.1', STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' }, 'kvstore ready');
-const backend = await start(
-  'services/backend/main.ts',
-  { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${store.port}`, LOG_LEVEL: 'info' },
-  'kvbackend ready',
-);
-const port = backend.port as number;
-const metricsPort = backend.metricsPort as number;
+const store = await startStore({ env: { STORE_HOST: '127.0.0.1' }, root });
+const backend = await startBackend({ env: { KV_STORE: `127.0.0.1:${store.port}` }, root });
+const port = backend.port;
+const metricsPort = backend.metricsPort!;
 const before = await rssOf(metricsPort);
 
 const statuses: Record<string, number> = {};

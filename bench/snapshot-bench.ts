@@ -6,15 +6,15 @@
 // and ranges are reported.
 //
 //   node bench/snapshot-bench.ts [--keys n] [--value-size b] [--rounds n] [--no-redis]
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort } from '../services/shared/free-port.ts';
-import { parseJsonLine, spawnUntilReady, type ReadyProcess } from './harness/spawn-until-ready.ts';
-import { kvBench, redisCommand, spawnStore } from './harness/processes.ts';
+import { parseLogLine } from '../services/shared/ready-line.ts';
 import { median } from './harness/median.ts';
+import { kvBench } from './harness/processes.ts';
+import { redisAvailable, startRedis as startRedisService, startStore as startStoreService, type Service } from './harness/services.ts';
+import { redisCommand } from './redis/redis-command.ts';
 
 interface Round {
   readonly saveMs: number;
@@ -44,19 +44,17 @@ function load(port: number, protocol: 'line' | 'resp') {
 }
 
 /** Starts a store with the snapshot at `path`, collecting its JSON log lines. */
-async function startStore(path: string): Promise<{ p: ReadyProcess<Record<string, unknown>>; logs: Record<string, unknown>[] }> {
+async function startStore(path: string): Promise<{ p: Service; logs: Record<string, unknown>[] }> {
   const logs: Record<string, unknown>[] = [];
-  const p = await spawnStore(
-    { MAX_MEMORY_BYTES: String(8 * 1024 ** 3), STORE_SNAPSHOT_PATH: path },
-    {
-      onLine: (line) => {
-        const entry = parseJsonLine(line);
-        if (entry) logs.push(entry);
-      },
-      timeoutMs: 600_000,
-      detached: true,
+  const p = await startStoreService({
+    env: { MAX_MEMORY_BYTES: String(8 * 1024 ** 3), STORE_SNAPSHOT_PATH: path },
+    onLine: (line) => {
+      const entry = parseLogLine(line);
+      if (entry) logs.push(entry);
     },
-  );
+    timeoutMs: 600_000,
+    detached: true,
+  });
   return { p, logs };
 }
 
@@ -65,7 +63,7 @@ async function kvstackRound(): Promise<Round> {
   const path = join(dir, 'store.snapshot');
   try {
     const first = await startStore(path);
-    await load(first.p.ready.port as number, 'line');
+    await load(first.p.port, 'line');
     await first.p.stop('SIGTERM', 600_000);
     const saved = first.logs.find((l) => l.msg === 'snapshot saved');
     if (!saved) throw new Error('the store wrote no snapshot');
@@ -78,12 +76,9 @@ async function kvstackRound(): Promise<Round> {
   }
 }
 
-async function startRedis(dir: string, port: number, lines: string[]): Promise<ReadyProcess<true>> {
-  return spawnUntilReady({
-    label: 'redis-server',
-    command: 'redis-server',
-    args: ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', 'dump.rdb', '--save', '', '--appendonly', 'no'],
-    ready: (line) => (line.includes('Ready to accept connections') ? true : undefined),
+function startRedis(dir: string, lines: string[]): Promise<Service> {
+  return startRedisService({
+    args: ['--dir', dir, '--dbfilename', 'dump.rdb', '--save', '', '--appendonly', 'no'],
     onLine: (line) => lines.push(line),
     timeoutMs: 600_000,
     detached: true,
@@ -93,19 +88,18 @@ async function startRedis(dir: string, port: number, lines: string[]): Promise<R
 async function redisRound(): Promise<Round> {
   const dir = mkdtempSync(join(tmpdir(), 'redis-snapbench-'));
   try {
-    const port = await freePort();
-    const first = await startRedis(dir, port, []);
-    await load(port, 'resp');
+    const first = await startRedis(dir, []);
+    await load(first.port, 'resp');
     const t0 = performance.now();
-    const reply = await redisCommand(port, 'SAVE');
+    const reply = await redisCommand(first.port, 'SAVE');
     const saveMs = performance.now() - t0;
     if (!reply.startsWith('+OK')) throw new Error(`SAVE answered ${reply}`);
     first.kill();
     await first.exited;
     const lines: string[] = [];
-    const second = await startRedis(dir, port, lines);
+    const second = await startRedis(dir, lines);
     const loadedLine = lines.find((l) => l.includes('DB loaded from disk'));
-    const dbsize = Number((await redisCommand(port, 'DBSIZE')).slice(1));
+    const dbsize = Number((await redisCommand(second.port, 'DBSIZE')).slice(1));
     second.kill();
     const seconds = Number(/DB loaded from disk: ([\d.]+) seconds/.exec(loadedLine ?? '')?.[1]);
     return { saveMs, loadMs: seconds * 1000, bytes: statSync(join(dir, 'dump.rdb')).size, keys: dbsize };
@@ -117,7 +111,7 @@ async function redisRound(): Promise<Round> {
 const fmtRange = (xs: number[], digits = 0): string =>
   `${median(xs)!.toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
-const withRedis = values.redis && spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+const withRedis = values.redis && redisAvailable();
 const results: Record<'kvstack' | 'redis', Round[]> = { kvstack: [], redis: [] };
 for (let r = 1; r <= rounds; r++) {
   const order: ('kvstack' | 'redis')[] = r % 2 === 1 ? ['kvstack', 'redis'] : ['redis', 'kvstack'];

@@ -1,11 +1,15 @@
 // What a soak run reports, and its printed form.
-import type { SoakOptions } from './soak.ts';
+import type { Mismatch } from './soak-verifier.ts';
 
-export interface Mismatch {
-  readonly key: string;
-  readonly via: string;
-  readonly expected: string;
-  readonly got: string;
+export interface SoakOptions {
+  readonly durationSec: number;
+  readonly httpWorkers: number;
+  readonly tcpWorkers: number;
+  readonly tcpDepth: number;
+  readonly keysPerWorker: number;
+  readonly sampleEverySec: number;
+  /** Progress lines (stderr by default). */
+  readonly log?: (line: string) => void;
 }
 
 export interface MemorySample {

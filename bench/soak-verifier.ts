@@ -1,6 +1,12 @@
 // The soak's verifier: what every key may hold, from the writes that were acknowledged
 // and those whose answer was lost, so each read can be checked.
-import type { Mismatch } from './soak-report.ts';
+
+export interface Mismatch {
+  readonly key: string;
+  readonly via: string;
+  readonly expected: string;
+  readonly got: string;
+}
 
 /** What a key may hold: the last acknowledged state, plus states of writes whose answer was lost. */
 interface KeyState {

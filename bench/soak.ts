@@ -13,18 +13,15 @@
 //   npm run soak                      # 3 minutes
 //   npm run soak -- --duration 60     # seconds
 //   npm run soak -- --help
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { StoreConnection, StoreReplyError, errorKind } from '../services/client/index.ts';
-import { seriesValues } from './harness/exposition.ts';
-import { formatSoakReport, mib, type MemorySample, type PathStats, type SoakReport } from './soak-report.ts';
+import { scrape as scrapeMetrics } from './harness/scrape.ts';
+import { startBackend, startStore, type Service } from './harness/services.ts';
+import { formatSoakReport, mib, type MemorySample, type PathStats, type SoakOptions, type SoakReport } from './soak-report.ts';
 import { Verifier } from './soak-verifier.ts';
-import { jsonLineWithMsg, spawnUntilReady } from './harness/spawn-until-ready.ts';
 
-const root = fileURLToPath(new URL('../', import.meta.url));
 
 const HELP = `Usage: npm run soak -- [options]
 
@@ -36,17 +33,6 @@ const HELP = `Usage: npm run soak -- [options]
   --sample <s>          seconds between progress lines and memory samples (default 10)
   --json                print the report as JSON instead of text
 `;
-
-export interface SoakOptions {
-  readonly durationSec: number;
-  readonly httpWorkers: number;
-  readonly tcpWorkers: number;
-  readonly tcpDepth: number;
-  readonly keysPerWorker: number;
-  readonly sampleEverySec: number;
-  /** Progress lines (stderr by default). */
-  readonly log?: (line: string) => void;
-}
 
 export const defaultSoakOptions: SoakOptions = {
   durationSec: 180,
@@ -73,33 +59,6 @@ function randomValue(forHttp: boolean): Buffer {
   }
   if (v.length > 0 && v[v.length - 1] === 0x0d) v[v.length - 1] = 0x2e;
   return v;
-}
-
-// ---------------------------------------------------------------- child processes
-
-interface Service {
-  readonly child: ChildProcess;
-  readonly port: number;
-  readonly metricsPort: number;
-  alive(): boolean;
-  stop(): Promise<void>;
-  kill(): void;
-}
-
-/** Starts `node <script>` and resolves with the ports from its JSON ready line. */
-async function startService(script: string, env: Record<string, string>, readyMsg: string): Promise<Service> {
-  // Detached: its own process group, so a kill takes anything it started too.
-  const p = await spawnUntilReady({ label: script, command: process.execPath, args: [script], cwd: root, env, ready: jsonLineWithMsg(readyMsg), detached: true });
-  return {
-    child: p.child,
-    port: p.ready.port as number,
-    metricsPort: p.ready.metricsPort as number,
-    alive: p.alive,
-    kill: p.kill,
-    async stop() {
-      await p.stop('SIGTERM', 5000);
-    },
-  };
 }
 
 // ---------------------------------------------------------------- load
@@ -143,7 +102,7 @@ function recordLatency(stats: PathStats, ms: number): void {
 
 async function scrape(port: number): Promise<Map<string, number>> {
   try {
-    return seriesValues(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+    return await scrapeMetrics(port);
   } catch {
     return new Map(); // a dead service: reported through servicesAlive
   }
@@ -164,13 +123,10 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
   const agent = new Agent({ keepAlive: true, maxSockets: o.httpWorkers });
   const connections: StoreConnection[] = [];
   try {
-    const store = await startService('services/store/main.ts', { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(STORE_MAX_MEMORY_BYTES), LOG_LEVEL: 'info' }, 'kvstore ready');
+    // Detached: each its own process group, so a kill takes anything it started too.
+    const store = await startStore({ env: { MAX_MEMORY_BYTES: String(STORE_MAX_MEMORY_BYTES) }, detached: true });
     services.push(store);
-    const backend = await startService(
-      'services/backend/main.ts',
-      { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${store.port}`, LOG_LEVEL: 'info' },
-      'kvbackend ready',
-    );
+    const backend = await startBackend({ env: { KV_STORE: `127.0.0.1:${store.port}` }, detached: true });
     services.push(backend);
     log(`store on 127.0.0.1:${store.port} (pid ${store.child.pid}), backend on 127.0.0.1:${backend.port} (pid ${backend.child.pid})`);
     log(`${o.durationSec} s: ${o.httpWorkers} HTTP workers, ${o.tcpWorkers} TCP workers × ${o.tcpDepth} in flight, ${o.keysPerWorker} keys each`);
@@ -186,7 +142,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     const running = () => performance.now() < deadline && store.alive() && backend.alive();
 
     const sample = async (): Promise<void> => {
-      const [s, b] = await Promise.all([scrape(store.metricsPort), scrape(backend.metricsPort)]);
+      const [s, b] = await Promise.all([scrape(store.metricsPort!), scrape(backend.metricsPort!)]);
       memory.push({
         atSec: Math.round((performance.now() - started) / 1000),
         storeRssBytes: s.get('process_resident_memory_bytes') ?? 0,
@@ -378,7 +334,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
         finalKeysChecked++;
       }
     }
-    const evictions = (await scrape(store.metricsPort)).get('kvstore_evictions_total') ?? 0;
+    const evictions = (await scrape(store.metricsPort!)).get('kvstore_evictions_total') ?? 0;
 
     return {
       options: o,

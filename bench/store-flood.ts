@@ -13,12 +13,12 @@
 // --trace-turns records the store's event-loop turns over the flood with `perf` (Linux,
 // root; bench/turn-trace.ts) and reports them as `turns`: how long the longest were, and
 // where their CPU went.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort } from '../services/shared/free-port.ts';
+import { root } from './harness/processes.ts';
+import { scrapeText } from './harness/scrape.ts';
+import { startStore } from './harness/services.ts';
 import { roundTrip, startFloodProber } from './flood-prober.ts';
 import { rssOf, startFloodSampler } from './flood-sampler.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
@@ -29,7 +29,7 @@ const { values: opts } = parseArgs({
     gets: { type: 'string', default: '20000' },
     'value-size': { type: 'string', default: '1024' },
     duration: { type: 'string', default: '5' },
-    'store-dir': { type: 'string', default: fileURLToPath(new URL('..', import.meta.url)) },
+    'store-dir': { type: 'string', default: root },
     'trace-turns': { type: 'boolean', default: false },
   },
 });
@@ -43,15 +43,10 @@ const gets = Number(opts.gets);
 const valueSize = Number(opts['value-size']);
 const durationMs = Number(opts.duration) * 1000;
 
-const port = await freePort();
-const metricsPort = await freePort();
-const store = spawn(process.execPath, ['services/store/main.ts'], {
-  cwd: opts['store-dir'],
-  env: { ...process.env, STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'error', MAX_CONNECTIONS: String(conns + 10) },
-  stdio: ['ignore', 'inherit', 'inherit'],
-});
-const stopStore = () => store.kill('SIGKILL');
-process.on('exit', stopStore);
+const store = await startStore({ root: opts['store-dir'], env: { MAX_CONNECTIONS: String(conns + 10) } });
+process.on('exit', store.kill);
+const { port } = store;
+const metricsPort = store.metricsPort!;
 
 function open(): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -61,29 +56,18 @@ function open(): Promise<Socket> {
   });
 }
 
-async function openWhenUp(): Promise<Socket> {
-  for (let i = 0; ; i++) {
-    try {
-      return await open();
-    } catch (err) {
-      if (i > 200) throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
-
 /** The process's user and system CPU seconds so far. */
 const cpuOf = (pid: number): { user: number; sys: number } => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return { user: Number(f[11]) / 100, sys: Number(f[12]) / 100 };
 };
 
-const probe = await openWhenUp();
+const probe = await open();
 probe.setNoDelay(true);
 await roundTrip(probe, `SET flood:value ${'v'.repeat(valueSize)}`);
-const rssBefore = rssOf(store.pid!);
+const rssBefore = rssOf(store.pid);
 
-const cpuBefore = cpuOf(store.pid!);
+const cpuBefore = cpuOf(store.pid);
 const flooders: Socket[] = [];
 const burst = Buffer.from('GET flood:value\n'.repeat(gets));
 for (let i = 0; i < conns; i++) {
@@ -92,20 +76,20 @@ for (let i = 0; i < conns; i++) {
   flooders.push(s);
 }
 const prober = await startFloodProber(port);
-const trace = opts['trace-turns'] ? await startTurnTrace(store.pid!) : undefined;
+const trace = opts['trace-turns'] ? await startTurnTrace(store.pid) : undefined;
 // All at once, so the store finds every flooder's commands in the same turns.
 for (const s of flooders) s.write(burst);
 
-const sampler = startFloodSampler(store.pid!, port);
+const sampler = startFloodSampler(store.pid, port);
 const { pings: probes, usages } = await prober.run(durationMs);
 const pings = probes.map((p) => p.ms);
 /** When each PING was sent, ms after the flood was written: whether the worst came with the first reads or later. */
 const pingSentAt = probes.map((p) => p.sentAtMs);
 const peaks = await sampler.stop();
 const turns = await trace?.stop();
-const cpuAfter = cpuOf(store.pid!);
+const cpuAfter = cpuOf(store.pid);
 const open_ = flooders.filter((s) => !s.destroyed && s.readyState === 'open').length;
-const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+const metrics = await scrapeText(metricsPort);
 const metric = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name)).join('; ');
 
 const sorted = (a: readonly number[]) => [...a].sort((x, y) => x - y);
@@ -141,7 +125,5 @@ console.log(
 for (const s of flooders) s.destroy();
 probe.destroy();
 // A graceful stop, so a profile asked for with NODE_OPTIONS=--cpu-prof gets written.
-const exited = new Promise((r) => store.once('exit', r));
-store.kill('SIGTERM');
-await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+await store.stop('SIGTERM', 10_000);
 process.exit(0);

@@ -1,29 +1,26 @@
-// The child processes of `npm run bench`: the servers (store, Redis) and the load
-// generators (kv bench, kvload, bench/http-bench.ts). Each runs in its own process group
+// The bench's child processes: the register every server (services.ts) and load
+// generator joins, so one killAll takes them all down, and the load generators
+// (kv bench, kvload) run to their end. A load generator runs in its own process group
 // (spawned detached), so killing the group also takes down what it started itself.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { connect } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../../services/cli/bench/bench-runner.ts';
-import { freePort } from '../../services/shared/free-port.ts';
-import { jsonLineWithMsg, spawnUntilReady, type ReadyProcess } from './spawn-until-ready.ts';
-import type { Settings } from '../bench-settings.ts';
-import type { HttpBenchReport } from '../http-bench.ts';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 
 export const children = new Set<ChildProcess>();
 
 /**
- * Children run in their own process group (spawned detached), so killing the group also
- * takes down anything they started themselves (http-bench starts its own servers).
+ * A detached child leads its own process group, so killing the group also takes down
+ * anything it started itself (http-bench starts its own servers); any other child is
+ * killed alone.
  */
 export function killAll(): void {
   for (const c of children) {
     try {
       process.kill(-c.pid!, 'SIGKILL');
     } catch {
-      // already gone
+      c.kill('SIGKILL');
     }
   }
   children.clear();
@@ -49,88 +46,6 @@ export function shellLine(env: Record<string, string>, cmd: string, args: readon
   return [...Object.entries(env).map(([k, v]) => `${k}=${q(v)}`), q(cmd), ...args.map(q)].join(' ');
 }
 
-export interface Server {
-  readonly child: ChildProcess;
-  readonly pid: number;
-  readonly port: number;
-  readonly metricsPort?: number;
-  /** The store's ready line says its client sockets go through its C add-on (STORE_NATIVE_IO). */
-  readonly nativeIo?: boolean;
-  readonly command: string;
-  stop(): Promise<void>;
-}
-
-/** Spawns a server and resolves once `ready(line)` returns its ports (rejects if it exits first or hangs). */
-export async function startServer(
-  label: string,
-  cmd: string,
-  args: string[],
-  env: Record<string, string>,
-  ready: (line: string) => { port: number; metricsPort?: number; nativeIo?: boolean } | undefined,
-): Promise<Server> {
-  const p = await spawnUntilReady({ label, command: cmd, args, cwd: root, env, ready, detached: true });
-  children.add(p.child);
-  return {
-    child: p.child,
-    pid: p.pid,
-    ...p.ready,
-    command: shellLine(env, cmd === process.execPath ? 'node' : cmd, args),
-    async stop() {
-      await p.stop('SIGTERM', 5000);
-      children.delete(p.child);
-    },
-  };
-}
-
-function jsonReady(msg: string) {
-  const isReady = jsonLineWithMsg(msg);
-  return (line: string) => {
-    const entry = isReady(line);
-    return entry ? { port: entry.port as number, metricsPort: entry.metricsPort as number | undefined, nativeIo: typeof entry.nativeIo === 'boolean' ? entry.nativeIo : undefined } : undefined;
-  };
-}
-
-/**
- * A store process from this checkout (`node services/store/main.ts`, ports chosen by the
- * OS, info logs), `env` added; resolves with its ready line once it logs it.
- */
-export function spawnStore(
-  env: Record<string, string>,
-  options: { readonly onLine?: (line: string) => void; readonly timeoutMs?: number; readonly detached?: boolean; readonly nodeArgs?: readonly string[] } = {},
-): Promise<ReadyProcess<Record<string, unknown>>> {
-  return spawnUntilReady({
-    label: 'the store',
-    command: process.execPath,
-    args: [...(options.nodeArgs ?? []), 'services/store/main.ts'],
-    cwd: root,
-    env: { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info', ...env },
-    ready: jsonLineWithMsg('kvstore ready'),
-    ...options,
-  });
-}
-
-export function startStore(): Promise<Server> {
-  return startServer(
-    'store',
-    process.execPath,
-    ['services/store/main.ts'],
-    { STORE_PORT: '0', STORE_METRICS_PORT: '0', MAX_MEMORY_BYTES: String(8 * 1024 ** 3), LOG_LEVEL: 'info' },
-    jsonReady('kvstore ready'),
-  );
-}
-
-export function redisAvailable(): boolean {
-  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
-}
-
-export async function startRedis(): Promise<Server> {
-  const port = await freePort();
-  return startServer('redis-server', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, (line) =>
-    line.includes('Ready to accept connections') ? { port } : undefined,
-  );
-}
-
-
 export interface StoreRun {
   readonly command: string;
   readonly result: BenchResult | LoadFigures;
@@ -141,7 +56,7 @@ export interface StoreRun {
 }
 
 /** Runs a load generator to its end (its stderr is ours), killed with the others on exit; resolves with its exit code and stdout. */
-function runToEnd(command: string, args: readonly string[]): Promise<{ code: number | null; out: string }> {
+export function runToEnd(command: string, args: readonly string[]): Promise<{ code: number | null; out: string }> {
   return armed(command, args).go();
 }
 
@@ -182,26 +97,6 @@ export async function kvBench(args: string[]): Promise<StoreRun> {
   if (!parsed || parsed.error) throw new Error(`${command} failed (exit ${code}): ${parsed?.error ?? out}`);
   if (!parsed.ok) log(`WARNING: ${parsed.errors} error replies, ${parsed.wrongReplies} wrong replies in: ${command}`);
   return { command, result: parsed };
-}
-
-export interface HttpRun {
-  readonly command: string;
-  readonly report: HttpBenchReport;
-}
-
-/**
- * The HTTP side: bench/http-bench.ts (wrk, else autocannon) starts its own store and one server per
- * mode (the backend as shipped, bare Express, ...), run here as a child process.
- */
-export async function httpBench(s: Settings): Promise<HttpRun> {
-  const args = ['bench/http-bench.ts', '--duration', String(s.duration), '--warmup', String(s.warmup), '--connections', String(s.connections), '--rounds', String(s.rounds), '--json'];
-  const { code, out } = await runToEnd(process.execPath, args);
-  const command = shellLine({}, 'node', args);
-  try {
-    return { command, report: JSON.parse(out) as HttpBenchReport };
-  } catch {
-    throw new Error(`${command} failed (exit ${code})`);
-  }
 }
 
 /** The figures the report reads from one load run, whichever client produced them. */
@@ -257,23 +152,4 @@ export function armedKvloadRun(binary: string, args: string[]): () => ReturnType
 export function armedKvloadFill(binary: string, args: string[]): () => ReturnType<typeof kvloadFill> {
   const started = armed(binary, [...args, '-L']);
   return () => kvloadFill(binary, args, started);
-}
-
-/** One RESP inline command to Redis on a fresh connection; resolves with the raw reply text. */
-export function redisCommand(port: number, command: string): Promise<string> {
-  return new Promise((resolveReply, reject) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    let reply = '';
-    socket.on('connect', () => socket.write(`${command}\r\n`));
-    socket.on('data', (c: Buffer) => {
-      reply += c.toString();
-      const m = /^\$(\d+)\r\n/.exec(reply);
-      const complete = m ? reply.length >= m[0].length + Number(m[1]) + 2 : reply.includes('\r\n');
-      if (complete) {
-        socket.destroy();
-        resolveReply(reply);
-      }
-    });
-    socket.on('error', reject);
-  });
 }

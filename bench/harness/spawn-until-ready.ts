@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
 // The one way tests and benchmarks start a server process: spawn it, read its stdout line
-// by line until `ready` recognises its ready line, and give up (killing it) after a
-// deadline, so a service that hangs before it is ready fails the caller instead of
-// hanging it. Used by test/helpers/service-process.ts, bench/run-bench.ts and bench/soak.ts.
+// by line until `ready` recognises its ready line (for the services, parseReadyLine of
+// services/shared/ready-line.ts), and give up (killing it) after a deadline, so a service
+// that hangs before it is ready fails the caller instead of hanging it. Used by
+// test/helpers/service-process.ts and bench/harness/processes.ts.
 
 export interface SpawnUntilReadyOptions<T> {
   /** Names the process in errors. */
@@ -114,21 +115,4 @@ export function spawnUntilReady<T>(options: SpawnUntilReadyOptions<T>): Promise<
       }
     });
   });
-}
-
-/** A `ready` for the services' JSON logs: the line whose msg is `msg`, parsed. */
-export function jsonLineWithMsg(msg: string): (line: string) => Record<string, unknown> | undefined {
-  return (line) => {
-    const entry = parseJsonLine(line);
-    return entry?.msg === msg ? entry : undefined;
-  };
-}
-
-export function parseJsonLine(line: string): Record<string, unknown> | undefined {
-  if (!line.startsWith('{')) return undefined;
-  try {
-    return JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
 }
