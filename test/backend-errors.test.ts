@@ -19,9 +19,9 @@ function expectShortPlainError(res: RawResponse, status: number): void {
   expect(res.text.trim()).not.toContain('\n');
 }
 
-function untilConnected(backend: { pool: { stateCounts(): Record<string, number> } }, n: number): Promise<true> {
+function untilConnected(backend: { ring: { stateCounts(): Record<string, number> } }, n: number): Promise<true> {
   // The pool reconnects on its own schedule.
-  return waitUntil(`${n} pooled connections`, async () => (backend.pool.stateCounts().connected >= n ? true : undefined), { everyMs: 20 });
+  return waitUntil(`${n} pooled connections`, async () => (backend.ring.stateCounts().connected >= n ? true : undefined), { everyMs: 20 });
 }
 
 describe('store unreachable', () => {

@@ -99,11 +99,11 @@ describe('backend metrics', () => {
   it('shows the pool connections by state, read at scrape time', async () => {
     const store = await h.store();
     const backend = await h.backend(store.port, { storePoolSize: 3 });
-    await backend.pool.connect();
+    await backend.ring.connect();
     let text = await scrape(backend.metricsPort);
     expect(metricSum(text, 'kvbackend_store_pool_connections', 'state="connected"')).toBe(3);
     expect(metricSum(text, 'kvbackend_store_pool_connections')).toBe(3);
-    backend.pool.destroy();
+    backend.ring.destroy();
     text = await scrape(backend.metricsPort);
     expect(metricSum(text, 'kvbackend_store_pool_connections', 'state="closed"')).toBe(3);
   });

@@ -87,7 +87,7 @@ describe('the backend over three shards', () => {
     const names = { healthy: `127.0.0.1:${healthy.port}`, killed: `127.0.0.1:${killedPort}`, paused: `127.0.0.1:${pausedPort}` };
     const list = [names.healthy, names.killed, names.paused].join(',');
     const backend = await h.backend(list, { storeTimeoutMs: 300, storePoolSize: 2 }, { logger, monitorIntervalMs: 50 });
-    await waitUntil('every pool connected', async () => (backend.pool.stateCounts().connected === 6 ? true : undefined), { everyMs: 10 });
+    await waitUntil('every pool connected', async () => (backend.ring.stateCounts().connected === 6 ? true : undefined), { everyMs: 10 });
     const byShard = keysByShard(list, 120);
     for (let i = 0; i < 120; i++) expect((await send(backend.port, 'PUT', `/key-${i}`, `v${i}`)).status).toBe(204);
 
@@ -133,7 +133,7 @@ describe('the backend over three shards', () => {
     killed = await h.store({ port: killedPort });
     process.kill(paused.pid, 'SIGCONT');
     await waitUntil('both shards answer again', async () => ((await health(backend.metricsPort)).body.status === 'ok' ? true : undefined), { everyMs: 20, deadlineMs: 20_000 });
-    await waitUntil('every pool connected again', async () => (backend.pool.connections.every((c) => c.state === 'connected') ? true : undefined), { everyMs: 10, deadlineMs: 20_000 });
+    await waitUntil('every pool connected again', async () => (backend.ring.connections.every((c) => c.state === 'connected') ? true : undefined), { everyMs: 10, deadlineMs: 20_000 });
     expect(new Set(await read(byShard.get(names.paused)!))).toEqual(new Set([200]));
     expect(new Set(await read(byShard.get(names.killed)!))).toEqual(new Set([404])); // a restarted store is empty
     expect(new Set(await read(byShard.get(names.healthy)!))).toEqual(new Set([200]));
@@ -155,7 +155,7 @@ describe('the backend over three shards', () => {
       const names = { healthy: `127.0.0.1:${healthy.port}`, far: `127.0.0.1:${link.port}` };
       const list = `${names.healthy},${names.far}`;
       const backend = await h.backend(list, { storeTimeoutMs: 300, storePoolSize: 2 }, { monitorIntervalMs: 50 });
-      await waitUntil('every pool connected', async () => (backend.pool.stateCounts().connected === 4 ? true : undefined), { everyMs: 10 });
+      await waitUntil('every pool connected', async () => (backend.ring.stateCounts().connected === 4 ? true : undefined), { everyMs: 10 });
       const byShard = keysByShard(list, 80);
       for (let i = 0; i < 80; i++) expect((await send(backend.port, 'PUT', `/key-${i}`, `v${i}`)).status).toBe(204);
 
@@ -235,7 +235,7 @@ describe('the backend over three shards', () => {
     const text = await scrape(backend.metricsPort);
     expect(metricSum(text, 'kvbackend_store_ring_changes_total') - changesBefore).toBe(2);
     expect(metricSum(text, 'kvbackend_store_shards')).toBe(2);
-    expect(backend.pool.shards.map((s) => s.name).sort()).toEqual([a, c].sort());
+    expect(backend.ring.shards.map((s) => s.name).sort()).toEqual([a, c].sort());
     // The removed shard's pool closed once its commands were answered.
     await waitUntil('the removed pool closed', async () => (stores[1]!.server.connectionCount === 0 ? true : undefined), { everyMs: 10 });
     // A key that moved to the new shard is written there.
@@ -261,7 +261,7 @@ describe('the backend over three shards', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await send(backend.port, 'GET', `/${key}`)).status);
     expect(statuses).toEqual([503, 503, 503]);
-    expect(backend.pool.membership.isEjected('two')).toBe(true);
+    expect(backend.ring.membership.isEjected('two')).toBe(true);
     expect((await send(backend.port, 'GET', `/${key}`)).status).toBe(404);
     expect((await send(backend.port, 'PUT', `/${key}`, 'on-one')).status).toBe(204);
     expect((await h.conn(live.port).get(key))?.toString()).toBe('on-one');
@@ -274,8 +274,8 @@ describe('the backend over three shards', () => {
     // Back on its port (empty); readmitted after SHARD_RETRY_MS, the key is read from it again.
     await h.store({ port: downPort });
     await waitUntil('readmitted', async () => (metricSum(await scrape(backend.metricsPort), 'kvbackend_store_ring_changes_total') === 2 ? true : undefined), { everyMs: 20, deadlineMs: 20_000 });
-    expect(backend.pool.membership.isEjected('two')).toBe(false);
-    await waitUntil('its pool reconnected', async () => (backend.pool.shards.find((s) => s.name === 'two')!.pool.up ? true : undefined), { everyMs: 10, deadlineMs: 20_000 });
+    expect(backend.ring.membership.isEjected('two')).toBe(false);
+    await waitUntil('its pool reconnected', async () => (backend.ring.shards.find((s) => s.name === 'two')!.pool.up ? true : undefined), { everyMs: 10, deadlineMs: 20_000 });
     expect((await send(backend.port, 'GET', `/${key}`)).status).toBe(404); // a restarted store is empty: the value written meanwhile is on `one`
     text = await scrape(backend.metricsPort);
     expect(metricSum(text, 'kvbackend_store_shards', 'state="ejected"')).toBe(0);

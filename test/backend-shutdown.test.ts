@@ -100,7 +100,7 @@ describe('backend graceful shutdown', () => {
     await inFlight.closed;
 
     await closing;
-    expect(backend.pool.stateCounts().closed).toBe(1);
+    expect(backend.ring.stateCounts().closed).toBe(1);
     await expect(fetch(`http://127.0.0.1:${backend.metricsPort}/livez`)).rejects.toThrow();
     // The monitor is stopped: it reports nothing more.
     expect(await backend.monitor.nextResult()).toBeUndefined();

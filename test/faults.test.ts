@@ -171,8 +171,8 @@ describe('the store SIGSTOPped under load', () => {
     );
     const backend: BackendService = await startBackendService(config, { logger: createLogger({ name: 'test', level: 'silent' }) });
     cleanups.push(() => backend.destroy());
-    await eventually(async () => backend.pool.stateCounts().connected === 4);
-    const pending = () => backend.pool.connections.reduce((sum, c) => sum + c.pending, 0);
+    await eventually(async () => backend.ring.stateCounts().connected === 4);
+    const pending = () => backend.ring.connections.reduce((sum, c) => sum + c.pending, 0);
     const agent = newAgent();
 
     const workers = 16;

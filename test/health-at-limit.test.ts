@@ -43,7 +43,7 @@ describe('health at the connection limit', () => {
     const max = 6;
     const store = await h.store({ maxConnections: max });
     const backend = await h.backend(store.port, { storePoolSize: 2 }, { monitorIntervalMs: 20 });
-    await waitUntil('the pool connected', async () => (backend.pool.stateCounts().connected === 2 ? true : undefined), { everyMs: 10 });
+    await waitUntil('the pool connected', async () => (backend.ring.stateCounts().connected === 2 ? true : undefined), { everyMs: 10 });
 
     const held = await fillConnections(store.port, max);
     expect(held.length + 2).toBe(max); // the pool's two connections and the idle clients fill it

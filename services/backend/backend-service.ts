@@ -33,7 +33,7 @@ export interface BackendService {
   readonly port: number;
   readonly metricsPort: number;
   /** The ring over per-shard pools (with one store, a ring of one). */
-  readonly pool: ShardedStore;
+  readonly ring: ShardedStore;
   readonly registry: Registry;
   /** Probes every shard now: the /healthz report. */
   health(): Promise<HealthReport>;
@@ -43,8 +43,8 @@ export interface BackendService {
   /**
    * Graceful: readiness fails at once; after config.shutdownDelayMs (responses meanwhile
    * close their connections) stop accepting, answer every request already read (new
-   * ones on kept-alive connections get 503), close idle connections, then the pool and
-   * the admin port.
+   * ones on kept-alive connections get 503), close idle connections, then the shards'
+   * pools and the admin port.
    */
   close(): Promise<void>;
   /** Immediate and idempotent. */
@@ -54,13 +54,13 @@ export interface BackendService {
 const PROBE_TIMEOUT_MS = 1000;
 // Requests still running this long after the listener closed are cut, so that close()
 // ends before the entry point's own force-exit (run-service.ts: the drain delay + 5 s)
-// and the pool and admin port close cleanly.
+// and the shards' pools and the admin port close cleanly.
 const SHUTDOWN_GRACE_MS = 4000;
 
 /**
- * The HTTP backend: one StorePool shared by every request, the public HTTP port, and
- * the admin port (/metrics, /livez, /readyz, /healthz). It starts whether or not the
- * store is up; the pool connects and reconnects by itself.
+ * The HTTP backend: one ring of per-shard pools shared by every request, the public HTTP
+ * port, and the admin port (/metrics, /livez, /readyz, /healthz). It starts whether or
+ * not the stores are up; each shard's pool connects and reconnects by itself.
  */
 export async function startBackendService(config: BackendConfig, deps: BackendDeps): Promise<BackendService> {
   const { logger } = deps;
@@ -71,17 +71,17 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     bodyBuffer: bodyBudget,
     ring: {
       *shards() {
-        for (const s of pool.shards) {
-          const state: ShardState = pool.membership.isEjected(s.name) ? 'ejected' : s.pool.up ? 'up' : 'down';
+        for (const s of ring.shards) {
+          const state: ShardState = ring.membership.isEjected(s.name) ? 'ejected' : s.pool.up ? 'up' : 'down';
           yield { name: s.name, connections: s.pool.stateCounts(), state };
         }
       },
-      ringChanges: () => pool.membership.holder.swaps,
+      ringChanges: () => ring.membership.holder.swaps,
     },
   });
   // A shard's loss and return are logged once each, not per failed request.
   const everUp = new Set<string>();
-  const pool = new ShardedStore({
+  const ring = new ShardedStore({
     shards: config.store,
     pool: {
       size: config.storePoolSize,
@@ -107,14 +107,14 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       else logger.info({ shard: change.member.name, members }, 'store shard readmitted');
     },
   });
-  const shardHealth = createShardHealth(pool, PROBE_TIMEOUT_MS);
+  const shardHealth = createShardHealth(ring, PROBE_TIMEOUT_MS);
 
   // draining: shutdown has begun (readiness fails, responses close their connections);
   // closing: the listener is closed too, and new requests get 503.
   let draining = false;
   let closing = false;
   const app = createBackendApp({
-    store: pool,
+    store: ring,
     metrics,
     logger,
     maxValueBytes: config.maxValueBytes,
@@ -134,8 +134,8 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     app(req, res);
   });
   // Readiness asks the question a load balancer means: can this backend serve? So the
-  // probe runs over the pool the requests use, never over a fresh connection that a
-  // full store would refuse while the pool serves. Once shutdown begins it fails, so
+  // probe runs over the pools the requests use, never over a fresh connection that a
+  // full store would refuse while the pools serve. Once shutdown begins it fails, so
   // load balancers stop sending traffic.
   const probe = (): Promise<number> => (draining ? Promise.reject(new Error('shutting down')) : shardHealth.ready());
   const health = async () => {
@@ -156,13 +156,13 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       throw bindError(err, { ...hostSetting, portEnv: backendSettings.metricsPort.env, port: config.metricsPort });
     });
   } catch (err) {
-    pool.destroy();
+    ring.destroy();
     server.close();
     admin.close();
     throw err;
   }
 
-  pool.connect().catch(() => {}); // a store that is down now is retried in the background
+  ring.connect().catch(() => {}); // a store that is down now is retried in the background
   // The periodic probe behind kvbackend_store_up{shard} and _usage_bytes{shard}; it
   // reports the usage summed over the shards that answered (undefined when none did).
   const monitor = startStoreMonitor({
@@ -200,13 +200,13 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   return {
     port,
     metricsPort,
-    pool,
+    ring,
     registry,
     monitor,
     health: () => shardHealth.check(),
     setShards(shards) {
-      const gone = pool.shards.filter((s) => !shards.some((n) => n.name === s.name));
-      pool.setMembers(shards);
+      const gone = ring.shards.filter((s) => !shards.some((n) => n.name === s.name));
+      ring.setMembers(shards);
       for (const s of shards) metrics.observerFor(s.name); // their series exist from now
       for (const s of gone) metrics.forgetShard(s.name);
     },
@@ -226,7 +226,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
         closing = true;
         await connections.drain(deps.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
         await monitor.close();
-        await pool.close();
+        await ring.close();
         const adminClosed = closeServer(admin);
         admin.closeIdleConnections();
         await adminClosed;
@@ -242,7 +242,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       admin.closeAllConnections();
       admin.close();
       void monitor.close();
-      pool.destroy();
+      ring.destroy();
     },
   };
 }
