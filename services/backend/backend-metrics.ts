@@ -37,7 +37,7 @@ export interface BackendMetricsOptions {
   /** The ring's shards and changes, read at scrape time. */
   readonly ring?: RingView;
   /** The request-body budget (BODY_BUFFER_BYTES), read at scrape time. */
-  readonly bodyBuffer?: { readonly used: number; readonly limit: number };
+  readonly bodyBudget?: { readonly used: number; readonly limit: number };
 }
 
 // Sub-millisecond buckets: a cache hit on a local store takes well under 1 ms.
@@ -45,7 +45,7 @@ const BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'] as const;
 const STORE_COMMANDS = ['GET', 'SET', 'SETEX', 'DELETE', 'USAGE', 'PING', 'TTL', 'EXPIRE', 'STATS'] as const;
-const POOL_STATES: readonly ConnectionState[] = ['idle', 'connecting', 'connected', 'disconnected', 'closed'];
+const CONNECTION_STATES: readonly ConnectionState[] = ['idle', 'connecting', 'connected', 'disconnected', 'closed'];
 
 /** The `method` label: a known method, or OTHER (so a client cannot mint series). */
 export function methodLabel(method: string): string {
@@ -99,7 +99,7 @@ interface ShardSeries {
  * with labels cost about 2 µs per request together, measured, on a request that
  * costs about 25 µs). prom-client reads the totals when it is scraped.
  */
-export function createBackendMetrics({ registry, ring, bodyBuffer }: BackendMetricsOptions): BackendMetrics {
+export function createBackendMetrics({ registry, ring, bodyBudget }: BackendMetricsOptions): BackendMetrics {
   const httpDuration = new FastHistogram({
     name: 'kvbackend_http_request_duration_seconds',
     help: 'Time from request arrival to the end of the response, in seconds.',
@@ -190,13 +190,13 @@ export function createBackendMetrics({ registry, ring, bodyBuffer }: BackendMetr
     registry,
     () => Object.values(bodyRefusals),
   );
-  if (bodyBuffer) {
+  if (bodyBudget) {
     new Gauge({
       name: 'kvbackend_http_body_buffered_bytes',
       help: 'Request-body bytes held right now by bodies being read (declared lengths count whole).',
       registers: [registry],
       collect() {
-        this.set(bodyBuffer.used);
+        this.set(bodyBudget.used);
       },
     });
     new Gauge({
@@ -204,7 +204,7 @@ export function createBackendMetrics({ registry, ring, bodyBuffer }: BackendMetr
       help: 'BODY_BUFFER_BYTES: the request-body bytes the backend holds at most; past it a body is refused with 503.',
       registers: [registry],
       collect() {
-        this.set(bodyBuffer.limit);
+        this.set(bodyBudget.limit);
       },
     });
   }
@@ -217,7 +217,7 @@ export function createBackendMetrics({ registry, ring, bodyBuffer }: BackendMetr
     collect() {
       if (!ring) return;
       this.reset();
-      for (const { name, connections } of ring.shards()) for (const state of POOL_STATES) this.set({ state, shard: name }, connections[state]);
+      for (const { name, connections } of ring.shards()) for (const state of CONNECTION_STATES) this.set({ state, shard: name }, connections[state]);
     },
   });
   new Gauge({

@@ -13,7 +13,7 @@ import { createBackendApp } from './backend-app.ts';
 import { createBackendMetrics, type ShardState } from './backend-metrics.ts';
 import { BodyBudget } from './body-budget.ts';
 import { trackHttpConnections } from './http-connections.ts';
-import { createShardHealth, type HealthReport } from './shard-health.ts';
+import { createHealthChecker, type HealthReport } from './shard-health.ts';
 import { startStoreMonitor, type StoreMonitor } from './store-monitor.ts';
 import { BACKEND_READY } from '../shared/ready-line.ts';
 
@@ -68,7 +68,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   const bodyBudget = new BodyBudget(config.bodyBufferBytes);
   const metrics = createBackendMetrics({
     registry,
-    bodyBuffer: bodyBudget,
+    bodyBudget,
     ring: {
       *shards() {
         for (const s of ring.shards) {
@@ -107,7 +107,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       else logger.info({ shard: change.member.name, members }, 'store shard readmitted');
     },
   });
-  const shardHealth = createShardHealth(ring, PROBE_TIMEOUT_MS);
+  const healthChecker = createHealthChecker(ring, PROBE_TIMEOUT_MS);
 
   // draining: shutdown has begun (readiness fails, responses close their connections);
   // closing: the listener is closed too, and new requests get 503.
@@ -137,10 +137,10 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   // probe runs over the pools the requests use, never over a fresh connection that a
   // full store would refuse while the pools serve. Once shutdown begins it fails, so
   // load balancers stop sending traffic.
-  const probe = (): Promise<number> => (draining ? Promise.reject(new Error('shutting down')) : shardHealth.ready());
+  const probe = (): Promise<number> => (draining ? Promise.reject(new Error('shutting down')) : healthChecker.ready());
   const health = async () => {
     if (draining) return { statusCode: 503, body: { status: 'error', error: 'shutting down' } };
-    const report = await shardHealth.check();
+    const report = await healthChecker.check();
     return { statusCode: report.status === 'error' ? 503 : 200, body: report };
   };
   const admin = createServer(createAdminApp({ registry, probe, health }));
@@ -167,7 +167,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   // reports the usage summed over the shards that answered (undefined when none did).
   const monitor = startStoreMonitor({
     probe: async () => {
-      const report = await shardHealth.check();
+      const report = await healthChecker.check();
       for (const s of report.shards) metrics.recordProbe(s.name, s.up ? s.usage : undefined);
       if (report.status === 'error') throw new Error('no store shard answered');
       return report.usage;
@@ -203,7 +203,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     ring,
     registry,
     monitor,
-    health: () => shardHealth.check(),
+    health: () => healthChecker.check(),
     setShards(shards) {
       const gone = ring.shards.filter((s) => !shards.some((n) => n.name === s.name));
       ring.setMembers(shards);

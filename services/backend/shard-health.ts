@@ -24,7 +24,7 @@ export interface HealthReport {
 }
 
 /** The probe's own time-out (SPEC §3: 1 s), whatever STORE_TIMEOUT_MS is. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+function withProbeTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new StoreTimeoutError(`${what} did not answer the probe within ${ms} ms`)), ms);
@@ -35,7 +35,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 
 /** USAGE over the shard's own pool (never a fresh connection a full store would refuse). */
 function probeShard(shard: Shard, timeoutMs: number): Promise<number> {
-  return withTimeout(shard.pool.probeUsage(), timeoutMs, `store shard ${shard.name}`);
+  return withProbeTimeout(shard.pool.probeUsage(), timeoutMs, `store shard ${shard.name}`);
 }
 
 /**
@@ -43,12 +43,12 @@ function probeShard(shard: Shard, timeoutMs: number): Promise<number> {
  * shard answers USAGE. One shard down is not unready (it would take every backend out of
  * its load balancer for the keys of one shard); it shows as `degraded` in the report.
  */
-export function createShardHealth(store: ShardedStore, timeoutMs: number) {
+export function createHealthChecker(ring: ShardedStore, timeoutMs: number) {
   return {
     /** Resolves with the usage of the first shard that answers; rejects when none does. */
     async ready(): Promise<number> {
       try {
-        return await Promise.any(store.shards.map((s) => probeShard(s, timeoutMs)));
+        return await Promise.any(ring.shards.map((s) => probeShard(s, timeoutMs)));
       } catch (err) {
         throw err instanceof AggregateError ? err.errors[0] : err;
       }
@@ -57,9 +57,9 @@ export function createShardHealth(store: ShardedStore, timeoutMs: number) {
     /** Probes every shard at once. */
     async check(): Promise<HealthReport> {
       const shards = await Promise.all(
-        store.shards.map(async (shard): Promise<ShardHealth> => {
+        ring.shards.map(async (shard): Promise<ShardHealth> => {
           const started = performance.now();
-          const ejected = store.membership.isEjected(shard.name);
+          const ejected = ring.membership.isEjected(shard.name);
           try {
             const usage = await probeShard(shard, timeoutMs);
             const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
@@ -77,4 +77,4 @@ export function createShardHealth(store: ShardedStore, timeoutMs: number) {
   };
 }
 
-export type ShardHealthChecker = ReturnType<typeof createShardHealth>;
+export type HealthChecker = ReturnType<typeof createHealthChecker>;

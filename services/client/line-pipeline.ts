@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 
-export interface PipelineOptions {
+export interface LinePipelineOptions {
   /** Lines per write. */
   readonly batch: number;
   /** Writes in flight: the next goes out once a batch's worth has been answered (default 2). */
@@ -17,7 +17,7 @@ export interface PipelineOptions {
  * reply's content: the store's start-up warm-up, and the benches' loaders. Rejects if the
  * socket fails or closes first.
  */
-export function pipelineLines(socket: Socket, nextLine: () => string | undefined, { batch, writesInFlight = 2, onReply }: PipelineOptions): Promise<void> {
+export function pipelineLines(socket: Socket, nextLine: () => string | undefined, { batch, writesInFlight = 2, onReply }: LinePipelineOptions): Promise<void> {
   return new Promise((resolve, reject) => {
     let outstanding = 0;
     let more = true;
