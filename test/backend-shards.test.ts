@@ -14,6 +14,7 @@ import { freePort, startServiceProcess, storeScript, type ServiceProcess } from 
 import { CuttableLink } from './helpers/cuttable-link.ts';
 import { call, type Outcome } from './helpers/http-call.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { numberedKeys } from './helpers/keys.ts';
 
 const h = backendHarness();
 const children: ServiceProcess[] = [];
@@ -37,7 +38,7 @@ async function storeProcess(port: number): Promise<ServiceProcess> {
 function keysByShard(list: string, count: number): Map<string, string[]> {
   const ring = new ShardRing(storeList(list));
   const by = new Map<string, string[]>(ring.members.map((m) => [m.name, []]));
-  for (let i = 0; i < count; i++) by.get(ring.shardFor(`key-${i}`).name)!.push(`key-${i}`);
+  for (const key of numberedKeys(count)) by.get(ring.shardFor(key).name)!.push(key);
   return by;
 }
 
@@ -196,7 +197,7 @@ describe('the backend over three shards', () => {
     const backend = await h.backend(`${a},${b}`, { storePoolSize: 2 });
     const agent = new Agent({ keepAlive: true, maxSockets: 16 });
     h.defer(() => agent.destroy());
-    const keys = Array.from({ length: 200 }, (_, i) => `m-${i}`);
+    const keys = numberedKeys(200, 'm-');
     for (const k of keys) expect((await send(backend.port, 'PUT', `/${k}`, k)).status).toBe(204);
 
     const rings = [new ShardRing(storeList(`${a},${b}`)), new ShardRing(storeList(`${a},${b},${c}`)), new ShardRing(storeList(`${a},${c}`))];
@@ -253,7 +254,7 @@ describe('the backend over three shards', () => {
     const list = `one=127.0.0.1:${live.port},two=127.0.0.1:${downPort}`;
     const backend = await h.backend(list, { shardEjectAfter: 3, shardRetryMs: 300, storePoolSize: 1 }, { logger });
     const ring = new ShardRing(storeList(list));
-    const key = Array.from({ length: 100 }, (_, i) => `e-${i}`).find((k) => ring.shardFor(k).name === 'two')!;
+    const key = numberedKeys(100, 'e-').find((k) => ring.shardFor(k).name === 'two')!;
     expect((await send(backend.port, 'PUT', `/${key}`, 'on-two')).status).toBe(204);
     await down.destroy();
 

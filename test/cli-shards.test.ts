@@ -9,6 +9,7 @@ import { parseStoreList } from '../services/config/store-list.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { runKvProcess } from './helpers/kv-process.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { numberedKeys } from './helpers/keys.ts';
 
 // `kv` over a ring of three real stores (SPEC §6): commands on a key go to the key's
 // shard, usage/stats/ping ask every shard and print each and the total, the prompt names
@@ -57,7 +58,7 @@ async function kv(args: string[], { env = {}, input = '', tty = false }: { env?:
 }
 
 const ring = () => new ShardRing(parseStoreList(list, 'KV_STORE'));
-const keys = Array.from({ length: 30 }, (_, i) => `user:${i}`);
+const keys = numberedKeys(30, 'user:');
 
 describe('kv over three shards', () => {
   it('puts each key on the shard the ring names, and nowhere else, and reads it back', async () => {

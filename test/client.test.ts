@@ -13,6 +13,7 @@ import { startFakeStore, type FakeAction, type FakeStore } from './helpers/fake-
 import { freePort } from '../services/shared/free-port.ts';
 import { listen } from '../services/shared/listen.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { numberedKeys } from './helpers/keys.ts';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -189,7 +190,7 @@ describe('StoreConnection pipelining and failures', () => {
   it('matches 5,000 pipelined replies in order', async () => {
     const store = await fake((line) => `VALUE ${Buffer.from(line.slice(4)).toString('base64')}`);
     const conn = connection(store.port);
-    const keys = Array.from({ length: 5000 }, (_, i) => `key${i}`);
+    const keys = numberedKeys(5000, 'key');
     const values = await Promise.all(keys.map((k) => conn.get(k)));
     expect(values.map((v) => v?.toString())).toEqual(keys);
   });

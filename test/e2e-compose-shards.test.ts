@@ -15,6 +15,7 @@ import { ShardRing } from '../services/ring/shard-ring.ts';
 import { parseStoreList } from '../services/config/store-list.ts';
 import { composeFiles, describeDocker } from './helpers/docker-available.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { numberedKeys } from './helpers/keys.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const docker = async (...args: string[]) => (await promisify(execFile)('docker', args)).stdout.trim();
@@ -47,7 +48,7 @@ await describeDocker(
       await environment?.down({ removeVolumes: true, timeout: 10_000 });
     }, 120_000);
 
-    const keys = Array.from({ length: 90 }, (_, i) => `shard-e2e-${i}`);
+    const keys = numberedKeys(90, 'shard-e2e-');
     const keysOf = (shard: string) => keys.filter((k) => ring.shardFor(k).name === shard);
     const statuses = async (list: string[]) => new Set(await Promise.all(list.map(async (k) => (await http(`/${k}`)).status)));
     const onlyStatus = (set: Set<number>, status: number) => set.size === 1 && set.has(status);

@@ -14,6 +14,7 @@ import { newEngine } from './helpers/new-engine.ts';
 import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
 import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+import { b64 } from './helpers/base64.ts';
 
 type Op =
   | { op: 'set'; key: string; value: Uint8Array; ttl?: number }
@@ -206,8 +207,6 @@ function clock(start: number) {
   const c = { t: start, now: () => c.t };
   return c;
 }
-
-const b64 = (v: Uint8Array) => Buffer.from(v).toString('base64');
 
 /** A cheap assertion for the hot loop (expect() per step would dominate the run time); fast-check prints the ops. */
 /** Bounds a run (shrinking included) if a failure is found: a failing property reports its best counterexample so far. */

@@ -14,6 +14,7 @@ import { COMMAND_NAMES, OK, ParsedCommand, parseCommand } from '../services/prot
 import { listen } from '../services/shared/listen.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { startFakeStore, type FakeStore } from './helpers/fake-store.ts';
+import { refValidKey } from './helpers/reference-key-rule.ts';
 
 const MAX_VALUE_BYTES = 64;
 const ALLOWED = new Set(['GET', 'HEAD', 'PUT', 'POST', 'DELETE']);
@@ -171,17 +172,6 @@ interface Expected {
   status: number;
   /** The one line the store must receive, or none. */
   line?: Buffer;
-}
-
-function refValidKey(key: Buffer): boolean {
-  if (key.length < 1 || key.length > 250) return false;
-  if (key.some((b) => b <= 0x20 || b === 0x7f)) return false;
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(key);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Percent-decodes bytes (the request target arrives as latin1 characters); null on a broken escape. */

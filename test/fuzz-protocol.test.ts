@@ -23,6 +23,7 @@ import { lineBound } from '../services/protocol/limits.ts';
 import { PARSE_ERROR_REPLIES } from '../services/protocol/replies.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
+import { refValidKey } from './helpers/reference-key-rule.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 
 afterEach(destroyAll);
@@ -211,19 +212,6 @@ describe('LineFramer under random input', () => {
 // ---------------------------------------------------------------- parser
 
 const NAMES = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS'];
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** SPEC §1 key rules, independently of key-rules.ts: 1–250 bytes of UTF-8, no byte 0x00–0x20 or 0x7F. */
-function refValidKey(key: Buffer): boolean {
-  if (key.length < 1 || key.length > 250) return false;
-  if (key.some((b) => b <= 0x20 || b === 0x7f)) return false;
-  try {
-    strictUtf8.decode(key);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function refSeconds(token: Buffer): number {
   const s = token.toString('latin1');

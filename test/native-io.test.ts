@@ -9,12 +9,12 @@ import { chooseSocketIo, loadSocketIo, socketFd, SocketFdCache } from '../servic
 import { createLogger } from '../services/shared/logger.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
 
 const loaded = loadSocketIo();
 const built = 'io' in loaded;
-const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 describe('native socket I/O', () => {
   it('is built (npm ci compiles it; CI has a compiler, so there it must be)', (ctx) => {

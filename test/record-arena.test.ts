@@ -9,6 +9,7 @@ import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 
 const viewOf = (b: Buffer): DataView => new DataView(b.buffer, b.byteOffset, b.length);
 import { startTestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
 
@@ -199,7 +200,6 @@ describe('record arena address space', () => {
 });
 
 describe('engine footprint limit', () => {
-  const b64 = (s: string) => Buffer.from(s).toString('base64');
   // Large enough that the arena's slack (about 20 MiB at this page target) leaves tiny values binding on the footprint first.
   const cap = 32 * 1024 * 1024;
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { KvEngine } from '../services/store/kv-engine.ts';
 import { ChunkPool, SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
+import { numberedKeys } from './helpers/keys.ts';
+import { b64 } from './helpers/base64.ts';
 
 // The point-in-time property of the engine's snapshot walk: with writes, overwrites,
 // deletes, TTL changes, expiry, eviction and reads racing it between its steps, the walk
@@ -49,8 +51,8 @@ function runRace(seed: number, keys: number, ops: number): void {
   const clock = new Clock();
   // A cap that the writes overrun, so eviction races the walk too.
   const engine = new KvEngine({ maxMemoryBytes: 60_000, evictionPolicy: 'lru', now: clock.now, minBuckets: 4, rehashStepBuckets: 1 });
-  const names = Array.from({ length: keys * 2 }, (_, i) => `key-${i}`);
-  const value = (): string => Buffer.from('v'.repeat(Math.floor(rnd() * 300))).toString('base64');
+  const names = numberedKeys(keys * 2);
+  const value = (): string => b64('v'.repeat(Math.floor(rnd() * 300)));
   for (let i = 0; i < keys; i++) {
     const ttl = rnd() < 0.3 ? 1 + Math.floor(rnd() * 5) : undefined;
     engine.set(names[i]!, value(), ttl);

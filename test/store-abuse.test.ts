@@ -13,17 +13,16 @@ import { RESULT_OK } from '../services/store/store-metrics.ts';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
 
-const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 const warnings = (store: TestStore) => store.logs.filter((l) => typeof l.level === 'number' && l.level >= 40);
 
 /** Resolves once `cond` holds, checking after each turn of the event loop (no timers). */
 async function until(cond: () => boolean): Promise<void> {
   while (!cond()) await new Promise((r) => setImmediate(r));
 }
-
 
 /** Answers `rounds` PINGs and a SET/GET round trip: the store is serving this client. */
 let clientNo = 0;

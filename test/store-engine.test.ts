@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { KvEngine, MIN_BUCKETS, REAP_STEP_BYTES, REHASH_BUCKETS_PER_MS, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/kv-engine.ts';
 import { BUCKET_MS } from '../services/store/expiry-index.ts';
 import { newEngine } from './helpers/new-engine.ts';
+import { b64 } from './helpers/base64.ts';
 
 // The engine is pure: every test drives it with a fake clock and never sleeps.
 
@@ -18,7 +19,6 @@ function engineWith(options: Partial<KvEngineOptions> = {}) {
   return { engine, clock };
 }
 
-const b64 = (value: string | Uint8Array): string => Buffer.from(value).toString('base64');
 const entryBytes = (key: string, value: string | Uint8Array): number =>
   Buffer.byteLength(key, 'utf8') + Buffer.from(value).length;
 

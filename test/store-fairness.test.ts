@@ -9,10 +9,9 @@ import { COMMAND_BUDGET, REPLY_BOUND, RESULT_OK, TIME_SLICE, TURN_BUDGET } from 
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
-
-const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 
 /** The largest a Linux socket's send plus receive buffers may grow (both ends of one connection); 64 MiB elsewhere. */

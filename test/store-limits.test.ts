@@ -6,10 +6,9 @@ import { sweepPeriodMs } from '../services/store/store-server.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
-
-const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 describe('MAX_CONNECTIONS', () => {
   it('refuses the connection past the limit with `ERROR max connections reached`, counts it, and accepts again once one closes', async () => {

@@ -13,6 +13,8 @@ import { PREFETCH_BATCH, type ValueRange } from '../services/store/store-engine.
 import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { createStoreMetrics } from '../services/store/store-metrics.ts';
 import { Registry } from 'prom-client';
+import { b64 } from './helpers/base64.ts';
+import { numberedKeys } from './helpers/keys.ts';
 
 const value = (i: number) => Buffer.from(`value-${i}`);
 
@@ -52,7 +54,7 @@ describe('the engine: prefetch finds the keys, getAt checks what it is given', (
   it('a hint that does not hold the key is passed over: another key\'s, a freed one, one past the last, a negative one', () => {
     const engine = engineWith(100);
     // Two keys the prefetch found (a key deep in a chain, rare, gets no hint): key-1 and key-2 below.
-    const candidates = Array.from({ length: 20 }, (_, i) => `key-${i}`);
+    const candidates = numberedKeys(20);
     const all = keyBatch(candidates);
     const hints = new Int32Array(PREFETCH_BATCH);
     engine.prefetch(all.buf, all.starts, all.ends, candidates.length, hints);
@@ -143,7 +145,6 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
       start = lf + 1;
     }
     out.writeTo(socket as unknown as Socket);
-    const b64 = (s: string) => Buffer.from(s).toString('base64');
     expect(written).toBe(`VALUE ${b64('va')}\nVALUE ${b64('vb')}\nOK\nNOT_FOUND\nPONG\nVALUE ${b64('vc')}\nNOT_FOUND\n`);
     const [a, b, aAgain, c, nope] = engine.hints;
     expect(engine.hints).toHaveLength(5);

@@ -9,10 +9,9 @@ import { OneLineReads } from '../services/store/one-line-reads.ts';
 import { PREFETCH_BATCH, type StoreEngine } from '../services/store/store-engine.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
-
-const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /** The keys an engine's prefetch() was given, read at the call (the buffer is reused after it). */
 function keysOf(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number): string[] {

@@ -2,10 +2,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { startTestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
-
-const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 
 describe('store protocol: the commands of SPEC §1', () => {
   it('SET, GET, DELETE, USAGE, PING answer as specified', async () => {

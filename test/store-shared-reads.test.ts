@@ -7,10 +7,9 @@ import { COMMANDS_PER_TURN } from '../services/store/client-connection.ts';
 import { SharedReadBuffer } from '../services/store/shared-read-buffer.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
-
-const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 describe('reads into one shared buffer', () => {
   it('every socket of the server reads into it, and interleaved pipelines past the turn budget keep their own bytes', async () => {

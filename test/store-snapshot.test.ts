@@ -10,6 +10,7 @@ import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 import { startServiceProcess, storeScript } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { LineClient } from './helpers/line-client.ts';
+import { b64 } from './helpers/base64.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kvstack-snapshot-'));
 let n = 0;
@@ -23,8 +24,6 @@ function wallClock(start = 1_800_000_000_000) {
   const clock = { ms: start, now: () => clock.ms };
   return clock;
 }
-
-const b64 = (b: Buffer): string => b.toString('base64');
 
 async function metric(store: TestStore, name: string): Promise<number | undefined> {
   return sampleValue(parseExposition((await store.admin('/metrics')).body), name);
@@ -40,7 +39,6 @@ function entries(): Map<string, Buffer> {
   for (let size = 1; size <= 2 * 1024 * 1024; size = Math.ceil(size * 2.7)) m.set(`size-${size}`, Buffer.alloc(size, size & 0x7f));
   return m;
 }
-
 
 /** The node file system, with every write to a file opened for writing seen first by `before` (which may throw, as a full disk). */
 function withWriteHook(before: (buf: Uint8Array, length: number) => void): SnapshotFileSystem {
