@@ -426,20 +426,43 @@ function expectedReplies(lines: Buffer[], maxValue: number): { replies: string[]
   return { replies, closes: false, ran };
 }
 
+/**
+ * Random and mutated lines (a mutation may have put an LF inside one), then an unterminated
+ * tail, as one stream; and the sizes of the pieces it is sent in, in turn.
+ */
+function pipelinedStreamArb(maxValue: number): fc.Arbitrary<{ stream: Buffer; sizes: number[] }> {
+  return fc
+    .tuple(
+      fc.array(lineArb(lineBound(maxValue)), { minLength: 1, maxLength: 25 }),
+      fc.uint8Array({ maxLength: 20 }),
+      fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 8 }),
+    )
+    .map(([lines, tail, sizes]) => ({ stream: Buffer.concat([...lines.flatMap((l) => [l, Buffer.from('\n')]), Buffer.from(tail)]), sizes }));
+}
+
+function sendInPieces(c: LineClient, stream: Buffer, sizes: number[]): void {
+  for (let pos = 0, i = 0; pos < stream.length; i++) {
+    const n = sizes[i % sizes.length]!;
+    c.send(stream.subarray(pos, pos + n));
+    pos += n;
+  }
+}
+
+/** The replies received, each STATS reply as the reference's `STATS*` (its counts are the store's own). */
+function receivedReplies(c: LineClient, expected: string[]): string[] {
+  return c.received.map((r, i) => (expected[i] === 'STATS*' && r.startsWith('STATS keys=') ? 'STATS*' : r));
+}
+
 describe('the store server under random and mutated input', () => {
   it('sends exactly one reply per complete line, the one a reference keyspace predicts, and runs nothing else', async () => {
     const maxValue = 48; // line bound 560: huge tokens cross it
     await fc.assert(
       fc.asyncProperty(
-        fc.array(lineArb(lineBound(maxValue)), { minLength: 1, maxLength: 25 }),
-        fc.uint8Array({ maxLength: 20 }),
-        fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 8 }),
-        async (lines, tail, sizes) => {
+        pipelinedStreamArb(maxValue),
+        async ({ stream, sizes }) => {
           const store = await startTestStore({ maxValueBytes: maxValue });
           try {
             const c = await store.client();
-            // Lines (a mutation may have put an LF inside one), then an unterminated tail.
-            const stream = Buffer.concat([...lines.flatMap((l) => [l, Buffer.from('\n')]), Buffer.from(tail)]);
             const segments = splitAtLf(stream);
             const complete = segments.slice(0, -1);
             const rest = segments.at(-1)!;
@@ -447,11 +470,7 @@ describe('the store server under random and mutated input', () => {
             // Unless the stream ends the connection, an LF then completes the tail and a PING follows.
             const finished = before.closes || rest.length > lineBound(maxValue);
             const { replies, ran, closes } = expectedReplies(finished ? [...complete, rest] : [...complete, rest, Buffer.from('PING')], maxValue);
-            for (let pos = 0, i = 0; pos < stream.length; i++) {
-              const n = sizes[i % sizes.length]!;
-              c.send(stream.subarray(pos, pos + n));
-              pos += n;
-            }
+            sendInPieces(c, stream, sizes);
             if (!finished) {
               // Nothing for the tail yet: a reply to it now would be a command it did not send whole.
               await c.lines(before.replies.length);
@@ -461,8 +480,7 @@ describe('the store server under random and mutated input', () => {
             } else {
               await c.lines(replies.length);
             }
-            const got = c.received.map((r, i) => (replies[i] === 'STATS*' && r.startsWith('STATS keys=') ? 'STATS*' : r));
-            expect(got).toEqual(replies);
+            expect(receivedReplies(c, replies)).toEqual(replies);
             // Every command the server ran came from one complete line.
             expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
             if (closes) {
@@ -482,28 +500,20 @@ describe('the store server under random and mutated input', () => {
     const maxValue = 48;
     await fc.assert(
       fc.asyncProperty(
-        fc.array(lineArb(lineBound(maxValue)), { minLength: 1, maxLength: 25 }),
-        fc.uint8Array({ maxLength: 20 }),
-        fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 8 }),
-        async (lines, tail, sizes) => {
+        pipelinedStreamArb(maxValue),
+        async ({ stream, sizes }) => {
           const store = await startTestStore({ maxValueBytes: maxValue });
           try {
             const c = await store.client();
-            const stream = Buffer.concat([...lines.flatMap((l) => [l, Buffer.from('\n')]), Buffer.from(tail)]);
             const segments = splitAtLf(stream);
             const rest = segments.at(-1)!;
             // An over-long partial line is still answered (the store need not see its end to know).
             const sent = rest.length > lineBound(maxValue) ? segments : segments.slice(0, -1);
             const { replies, ran } = expectedReplies(sent, maxValue);
-            for (let pos = 0, i = 0; pos < stream.length; i++) {
-              const n = sizes[i % sizes.length]!;
-              c.send(stream.subarray(pos, pos + n));
-              pos += n;
-            }
+            sendInPieces(c, stream, sizes);
             c.socket.end(); // FIN: nothing more will come, the replies still must
             await c.closed;
-            const got = c.received.map((r, i) => (replies[i] === 'STATS*' && r.startsWith('STATS keys=') ? 'STATS*' : r));
-            expect(got).toEqual(replies);
+            expect(receivedReplies(c, replies)).toEqual(replies);
             expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
           } finally {
             store.service.destroy();
