@@ -63,8 +63,7 @@ export async function memoryPerKey(kind: 'kvstack' | 'redis', s: Settings): Prom
     await settle(500);
     const before = await rss(server);
     const args = ['--host', '127.0.0.1', '--port', String(server.port), '-n', '0', '-r', String(s.memoryKeys), '--value-size', String(s.valueSize), '-c', String(s.connections)];
-    if (kind === 'redis') args.push('--protocol', 'resp');
-    const load = await kvBench(args);
+    const load = await kvBench(args, kind === 'redis' ? 'resp' : 'line');
     let note: string | undefined;
     if (kind === 'kvstack') {
       const c = new StoreConnection({ host: '127.0.0.1', port: server.port });

@@ -50,9 +50,8 @@ function clientRun(s: Settings, system: System, port: number, depth: number): Pr
     return kvloadRun(s.kvload, args);
   }
   const args = ['--host', '127.0.0.1', '--port', String(port), '-c', String(s.connections), '-P', String(depth), '-d', String(s.duration), '-r', String(s.keyspace), '--value-size', String(s.valueSize), '--ratio', '9:1', '--warmup', String(s.warmup)];
-  if (system === 'redis') args.splice(4, 0, '--protocol', 'resp');
   if (s.threads > 1) args.push('--threads', String(s.threads));
-  return kvBench(args);
+  return kvBench(args, system === 'redis' ? 'resp' : 'line');
 }
 
 /**

@@ -39,8 +39,7 @@ const log = (text: string) => process.stderr.write(`snapshot-bench: ${text}\n`);
 
 function load(port: number, protocol: 'line' | 'resp') {
   const args = ['--host', '127.0.0.1', '--port', String(port), '-n', '0', '-r', String(keys), '--value-size', String(valueSize), '-c', '50'];
-  if (protocol === 'resp') args.push('--protocol', 'resp');
-  return kvBench(args);
+  return kvBench(args, protocol);
 }
 
 /** Starts a store with the snapshot at `path`, collecting its JSON log lines. */

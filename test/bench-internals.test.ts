@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { benchKey, createEncoder } from '../services/cli/bench/command-encoder.ts';
+import { benchKey, createLineEncoder } from '../services/cli/bench/command-encoder.ts';
 import { LatencyHistogram } from '../services/cli/bench/latency-histogram.ts';
-import { EXPECT_GET, EXPECT_SET, LineReplyScanner, RespReplyScanner, type ReplyScanner } from '../services/cli/bench/reply-scanner.ts';
+import { EXPECT_GET, EXPECT_SET, LineReplyScanner } from '../services/cli/bench/reply-scanner.ts';
+import { scanBothWays } from './helpers/scan-both-ways.ts';
 
 describe('LatencyHistogram', () => {
   it('is exact to the microsecond below 256 µs', () => {
@@ -55,36 +56,14 @@ describe('LatencyHistogram', () => {
 
 describe('command encoder', () => {
   it('writes kvstack line commands with 12-digit keys', () => {
-    const enc = createEncoder('line', 5);
+    const enc = createLineEncoder(5);
     const buf = Buffer.alloc(enc.getLength + enc.setLength);
     const off = enc.writeGet(buf, 0, 42);
     enc.writeSet(buf, off, 123_456_789_012);
     expect(buf.toString()).toBe('GET key:000000000042\nSET key:123456789012 xxxxx\n');
     expect(benchKey(42)).toBe('key:000000000042');
   });
-
-  it('writes RESP arrays', () => {
-    const enc = createEncoder('resp', 3);
-    const buf = Buffer.alloc(enc.getLength + enc.setLength);
-    enc.writeSet(buf, enc.writeGet(buf, 0, 7), 8);
-    expect(buf.toString()).toBe('*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000007\r\n*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000008\r\n$3\r\nxxx\r\n');
-  });
 });
-
-/** Feeds the stream whole, then byte by byte: both must give the same counts. */
-function scanBothWays(make: () => ReplyScanner, expect_: number[], stream: string | Buffer) {
-  const data = Buffer.from(stream);
-  const results = [];
-  for (const chunks of [[data], [...data].map((b) => Buffer.from([b]))]) {
-    const s = make();
-    s.expect = Uint8Array.from(expect_);
-    let done = 0;
-    for (const c of chunks) done += s.feed(c);
-    results.push({ done, misses: s.misses, errors: s.errors, wrong: s.wrong, broken: s.broken });
-  }
-  expect(results[1]).toEqual(results[0]);
-  return results[0]!;
-}
 
 describe('reply scanners', () => {
   const G = EXPECT_GET;
@@ -98,17 +77,5 @@ describe('reply scanners', () => {
 
   it('line: counts only complete lines and accepts CRLF and an empty value', () => {
     expect(scanBothWays(() => new LineReplyScanner(0), [G, G, S], 'VALUE \r\nVALUE\nOK\r\nVAL')).toEqual({ done: 3, misses: 0, errors: 0, wrong: 0, broken: false });
-  });
-
-  it('resp: bulk strings of the right size, nulls, errors and wrong sizes', () => {
-    const stream = '+OK\r\n$5\r\nxxxxx\r\n$-1\r\n-ERR oops\r\n$3\r\nxxx\r\n:1\r\n$5\r\nxx\nxx\r\n';
-    expect(scanBothWays(() => new RespReplyScanner(5), [S, G, G, S, G, S, G], stream)).toEqual({ done: 7, misses: 1, errors: 1, wrong: 2, broken: false });
-  });
-
-  it('resp: gives up on reply types it cannot count', () => {
-    const s = new RespReplyScanner(5);
-    s.expect = Uint8Array.from([G, G]);
-    expect(s.feed(Buffer.from('+OK\r\n*1\r\n'))).toBe(1);
-    expect(s.broken).toBe(true);
   });
 });

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { BenchResult } from '../../services/cli/bench/bench-runner.ts';
+import { RESP_BENCH_SCRIPT } from '../redis/resp-bench.ts';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -83,9 +84,12 @@ export function armed(command: string, args: readonly string[]): { go(): Promise
   };
 }
 
-/** Runs `kv bench ... --json` as a child process (its progress bar goes to our stderr). */
-export async function kvBench(args: string[]): Promise<StoreRun> {
-  const full = ['bin/kv.js', 'bench', ...args, '--json'];
+/**
+ * Runs `kv bench ... --json` as a child process (its progress bar goes to our stderr);
+ * with `resp`, the same load generator over RESP, for Redis (bench/redis/resp-bench.ts).
+ */
+export async function kvBench(args: string[], protocol: 'line' | 'resp' = 'line'): Promise<StoreRun> {
+  const full = [...(protocol === 'resp' ? [RESP_BENCH_SCRIPT] : ['bin/kv.js', 'bench']), ...args, '--json'];
   const { code, out } = await runToEnd(process.execPath, full);
   const command = shellLine({}, 'node', full);
   let parsed: (BenchResult & { ok: boolean; error?: string }) | undefined;

@@ -16,7 +16,7 @@ Usage:
 
 Commands:
 ${cliCommands.map((c) => `  ${pad(c.synopsis, width)}${c.summary}`).join('\n')}
-  ${pad('bench [options]', width)}benchmark the store (or Redis, --protocol resp)
+  ${pad('bench [options]', width)}benchmark the store
 
 Options (before or after the command; \`--\` ends them):
   --store <list>     the store, or a ring of shards: host:port[,name=host:port...] (overrides KV_STORE)

@@ -3,14 +3,13 @@ import type { GlobalOptions } from '../cli-args.ts';
 import type { StoreShard } from '../../config/store-list.ts';
 import { resolveStoreShards } from '../store-address.ts';
 import { UsageError } from '../usage-error.ts';
-import { MAX_KEYSPACE, type BenchProtocol } from './command-encoder.ts';
+import { MAX_KEYSPACE } from './command-encoder.ts';
 
 export interface BenchOptions {
   readonly host: string;
   readonly port: number;
   /** Every store to drive: one, or the shards of a ring (each gets the keys the ring gives it). */
   readonly shards: readonly StoreShard[];
-  readonly protocol: BenchProtocol;
   readonly connections: number;
   readonly pipeline: number;
   /** Requests to measure (-n); 0 = prefill only. Undefined when a duration is given. */
@@ -43,12 +42,12 @@ export function benchHelp(): string {
   const d = BENCH_DEFAULTS;
   return `Usage: kv bench [options]
 
-Load generator for the kvstack store (and Redis, with --protocol resp), in the spirit
-of redis-benchmark: C connections, each writing a batch of P pre-encoded commands at
-once and waiting for all P replies; keys are key:<12 digits> drawn at random from the
-keyspace; every SET stores the same value. Before measuring it SETs every key once
-(--prefill), so each GET must return a value of exactly --value-size bytes: any other
-reply is counted as wrong, ERROR replies as errors, and the exit status is 2 if any.
+Load generator for the kvstack store, in the spirit of redis-benchmark: C connections,
+each writing a batch of P pre-encoded commands at once and waiting for all P replies;
+keys are key:<12 digits> drawn at random from the keyspace; every SET stores the same
+value. Before measuring it SETs every key once (--prefill), so each GET must return a
+value of exactly --value-size bytes: any other reply is counted as wrong, ERROR replies
+as errors, and the exit status is 2 if any.
 
 Options:
   -c, --connections <n>   connections (default ${d.connections})
@@ -60,7 +59,6 @@ Options:
       --ratio <g:s>       GET:SET mix (default ${d.ratio}; 1:0 = only GETs, 0:1 = only SETs)
       --warmup <s>        seconds of unmeasured load first (default ${d.warmupSec})
       --no-prefill        do not SET the keyspace first (GETs may then miss)
-      --protocol <p>      line (kvstack, default) or resp (Redis: RESP arrays)
       --threads <n>       worker threads sharing the connections (default 1)
       --timeout <ms>      connect time-out, and longest wait for a reply (default ${d.timeoutMs})
       --host, --port      server (default: KV_STORE, else 127.0.0.1:8765)
@@ -103,7 +101,6 @@ export function parseBenchOptions(argv: readonly string[], global: GlobalOptions
         ratio: { type: 'string' },
         warmup: { type: 'string' },
         prefill: { type: 'boolean' },
-        protocol: { type: 'string' },
         threads: { type: 'string' },
         timeout: { type: 'string' },
         host: { type: 'string' },
@@ -118,8 +115,6 @@ export function parseBenchOptions(argv: readonly string[], global: GlobalOptions
   const help = Boolean(values.help || global.help);
   const shards = resolveStoreShards(env, { store: global.store, host: values.host ?? global.host, port: values.port ?? global.port });
   const address = { host: shards[0]!.host, port: shards[0]!.port };
-  const protocol = values.protocol ?? 'line';
-  if (protocol !== 'line' && protocol !== 'resp') throw new UsageError(`--protocol ${JSON.stringify(protocol)}: expected line or resp`);
   const ratioRaw = values.ratio ?? BENCH_DEFAULTS.ratio;
   const m = /^(\d+):(\d+)$/.exec(ratioRaw);
   if (!m || Number(m[1]) + Number(m[2]) === 0) throw new UsageError(`--ratio ${JSON.stringify(ratioRaw)}: expected GET:SET, e.g. 9:1`);
@@ -136,7 +131,6 @@ export function parseBenchOptions(argv: readonly string[], global: GlobalOptions
   return {
     ...address,
     shards,
-    protocol,
     connections,
     pipeline: int('--pipeline', values.pipeline, BENCH_DEFAULTS.pipeline, 1, 10_000),
     requests,

@@ -6,7 +6,7 @@ const ms = (x: number) => x.toFixed(3);
 /** The human-readable result of `kv bench`. */
 export function formatBenchReport(r: BenchResult): string {
   const lines = [
-    `${r.protocol === 'resp' ? 'RESP' : 'kvstack'} ${r.target}  ${r.connections} connections  pipeline ${r.pipeline}${r.threads > 1 ? `  ${r.threads} threads` : ''}  ` +
+    `${r.protocol === 'line' ? 'kvstack' : r.protocol.toUpperCase()} ${r.target}  ${r.connections} connections  pipeline ${r.pipeline}${r.threads > 1 ? `  ${r.threads} threads` : ''}  ` +
       `${n(r.keyspace)} keys  ${r.valueSize}-byte values  GET:SET ${r.ratio}`,
   ];
   if (r.prefill) lines.push(`prefill   ${n(r.prefill.requests)} SETs in ${r.prefill.seconds.toFixed(2)} s (${n(r.prefill.opsPerSec)} ops/s)`);

@@ -1,8 +1,10 @@
 import { Worker } from 'node:worker_threads';
 import type { BenchOptions } from './bench-options.ts';
+import type { BenchProtocol } from './bench-protocol.ts';
 import { LatencyHistogram, type HistogramData, type LatencySummary } from './latency-histogram.ts';
 import { ShardRing } from '../../ring/shard-ring.ts';
 import { benchKey } from './command-encoder.ts';
+import { lineProtocol } from './line-protocol.ts';
 import { LoadGenerator, type LoadOptions, type PhaseResult } from './load-generator.ts';
 
 export type BenchPhaseName = 'connect' | 'prefill' | 'warmup' | 'measure';
@@ -18,7 +20,8 @@ export interface BenchPhaseInfo {
 
 export interface BenchResult {
   readonly target: string;
-  readonly protocol: 'line' | 'resp';
+  /** The wire protocol's name (BenchProtocol.name): `line` for the store's. */
+  readonly protocol: string;
   readonly connections: number;
   readonly pipeline: number;
   readonly threads: number;
@@ -41,7 +44,9 @@ export interface BenchResult {
 }
 
 export interface WorkerJob {
-  readonly load: LoadOptions;
+  /** The load options but the protocol, which the worker imports from `protocolModule`. */
+  readonly load: Omit<LoadOptions, 'protocol'>;
+  readonly protocolModule: string;
   readonly requests: number | undefined;
   readonly durationSec: number | undefined;
   readonly warmupSec: number;
@@ -55,12 +60,12 @@ export type WorkerMessage =
   | { type: 'result'; warmup: PhaseResult | null; measure: Omit<PhaseResult, 'histogram'> & { histogram: HistogramData } }
   | { type: 'error'; message: string };
 
-function loadOptions(o: BenchOptions, connections: number, keys?: Float64Array): LoadOptions {
+function loadOptions(o: BenchOptions, protocol: BenchProtocol, connections: number, keys?: Float64Array): LoadOptions {
   return {
     host: o.host,
     port: o.port,
     keys,
-    protocol: o.protocol,
+    protocol,
     connections,
     pipeline: o.pipeline,
     keyspace: o.keyspace,
@@ -81,9 +86,9 @@ const seconds = (r: { startedAt: number; endedAt: number }) => Math.max(1e-9, (r
  * Runs a whole benchmark: connect, prefill, warm-up, measure; in this thread, or in
  * `threads` worker threads that share the connections (the prefill always runs here).
  */
-export async function runBenchmark(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void = () => {}): Promise<BenchResult> {
-  if (o.shards.length > 1) return runOverShards(o);
-  return runOne(o, onPhase);
+export async function runBenchmark(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void = () => {}, protocol: BenchProtocol = lineProtocol): Promise<BenchResult> {
+  if (o.shards.length > 1) return runOverShards(o, protocol);
+  return runOne(o, protocol, onPhase);
 }
 
 /** The keys of the keyspace that the ring gives each shard (key numbers, as the encoder writes them). */
@@ -99,7 +104,7 @@ function keysByShard(o: BenchOptions): Map<string, Float64Array> {
  * and the keys the ring gives it (the traffic a ring-aware client sends), each reported,
  * plus the totals (requests summed; ops/s summed over the shards, which run side by side).
  */
-async function runOverShards(o: BenchOptions): Promise<BenchResult> {
+async function runOverShards(o: BenchOptions, protocol: BenchProtocol): Promise<BenchResult> {
   // Routing every key number costs about a tenth of a microsecond each.
   if (o.keyspace > 10_000_000) throw new Error(`--keyspace ${o.keyspace}: over a list of shards, at most 10000000 keys (each is routed before the run)`);
   const keys = keysByShard(o);
@@ -118,7 +123,7 @@ async function runOverShards(o: BenchOptions): Promise<BenchResult> {
         connections: share(o.connections, o.shards.length, i),
         requests: o.requests === undefined ? undefined : share(o.requests, o.shards.length, i),
       };
-      return { shard: s.name, ...(await runOne(one, () => {}, mine)) };
+      return { shard: s.name, ...(await runOne(one, protocol, () => {}, mine)) };
     }),
   );
   const sum = (pick: (r: BenchResult) => number) => results.reduce((a, r) => a + pick(r), 0);
@@ -147,8 +152,8 @@ async function runOverShards(o: BenchOptions): Promise<BenchResult> {
   };
 }
 
-async function runOne(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void, keys?: Float64Array): Promise<BenchResult> {
-  const gen = new LoadGenerator(loadOptions(o, o.connections, keys));
+async function runOne(o: BenchOptions, protocol: BenchProtocol, onPhase: (phase: BenchPhaseInfo) => void, keys?: Float64Array): Promise<BenchResult> {
+  const gen = new LoadGenerator(loadOptions(o, protocol, o.connections, keys));
   let prefill: PhaseResult | null = null;
   let warmup: PhaseResult | null = null;
   let measure: PhaseResult;
@@ -163,7 +168,7 @@ async function runOne(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void,
       measure = { requests: 0, gets: 0, sets: 0, misses: 0, errors: 0, wrong: 0, startedAt: 0, endedAt: 0, histogram: new LatencyHistogram() };
     } else if (o.threads > 1) {
       gen.close();
-      ({ warmup, measure } = await runInWorkers(o, onPhase));
+      ({ warmup, measure } = await runInWorkers(o, protocol, onPhase));
     } else {
       if (o.warmupSec > 0) {
         onPhase({ name: 'warmup', seconds: o.warmupSec, done: () => gen.completed });
@@ -178,7 +183,7 @@ async function runOne(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void,
   const elapsed = measure.requests ? seconds(measure) : 0;
   return {
     target: `${o.host}:${o.port}`,
-    protocol: o.protocol,
+    protocol: protocol.name,
     connections: o.connections,
     pipeline: o.pipeline,
     threads: o.threads,
@@ -210,13 +215,15 @@ function round(n: number, digits: number): number {
   return Math.round(n * 10 ** digits) / 10 ** digits;
 }
 
-async function runInWorkers(o: BenchOptions, onPhase: (phase: BenchPhaseInfo) => void): Promise<{ warmup: PhaseResult | null; measure: PhaseResult }> {
+async function runInWorkers(o: BenchOptions, protocol: BenchProtocol, onPhase: (phase: BenchPhaseInfo) => void): Promise<{ warmup: PhaseResult | null; measure: PhaseResult }> {
   const progress = new SharedArrayBuffer(8 * o.threads);
   const cells = new Float64Array(progress);
   const done = () => cells.reduce((a, b) => a + b, 0);
   const workers = Array.from({ length: o.threads }, (_, index) => {
+    const { protocol: _posted, ...load } = loadOptions(o, protocol, share(o.connections, o.threads, index));
     const job: WorkerJob = {
-      load: loadOptions(o, share(o.connections, o.threads, index)),
+      load,
+      protocolModule: protocol.module,
       requests: o.requests === undefined ? undefined : share(o.requests, o.threads, index),
       durationSec: o.durationSec,
       warmupSec: o.warmupSec,

@@ -1,13 +1,16 @@
 // One worker thread of `kv bench --threads N`: its share of the connections, driven
-// by the same load generator; it reports its phases and posts its result back.
+// by the same load generator over the same protocol (imported from the module the job
+// names); it reports its phases and posts its result back.
 import { parentPort, workerData } from 'node:worker_threads';
+import type { BenchProtocol } from './bench-protocol.ts';
 import type { WorkerJob, WorkerMessage } from './bench-runner.ts';
 import { LoadGenerator, type PhaseResult } from './load-generator.ts';
 
 const job = workerData as WorkerJob;
 const port = parentPort!;
 const post = (m: WorkerMessage) => port.postMessage(m);
-const gen = new LoadGenerator(job.load);
+const { benchProtocol } = (await import(job.protocolModule)) as { benchProtocol: BenchProtocol };
+const gen = new LoadGenerator({ ...job.load, protocol: benchProtocol });
 gen.progressCell = new Float64Array(job.progress);
 gen.progressIndex = job.index;
 

@@ -2,8 +2,6 @@
 // digits, as redis-benchmark's `key:__rand_int__`; every SET carries the same value.
 // A command is its template copied into the batch buffer and 12 digits written over it.
 
-export type BenchProtocol = 'line' | 'resp';
-
 export const KEY_DIGITS = 12;
 export const MAX_KEYSPACE = 10 ** KEY_DIGITS;
 
@@ -19,7 +17,7 @@ export function benchKey(k: number): string {
   return `key:${String(k).padStart(KEY_DIGITS, '0')}`;
 }
 
-/** The value every SET stores: printable bytes (no LF), so both protocols carry it as is. */
+/** The value every SET stores: printable bytes (no LF), so any protocol carries it as is. */
 export function benchValue(size: number): Buffer {
   return Buffer.alloc(size, 'x');
 }
@@ -32,7 +30,8 @@ function writeDigits(buf: Buffer, end: number, k: number): void {
   }
 }
 
-class TemplateEncoder implements CommandEncoder {
+/** Commands made from a GET and a SET template whose key digits are `placeholder`. */
+export class TemplateEncoder implements CommandEncoder {
   readonly getLength: number;
   readonly setLength: number;
   readonly #get: Buffer;
@@ -62,21 +61,9 @@ class TemplateEncoder implements CommandEncoder {
   }
 }
 
-export function createEncoder(protocol: BenchProtocol, valueSize: number): CommandEncoder {
+/** The store's line protocol: `GET <key>` and `SET <key> <value>`, each ending in LF. */
+export function createLineEncoder(valueSize: number): CommandEncoder {
   const digits = '#'.repeat(KEY_DIGITS);
   const key = `key:${digits}`;
-  const value = benchValue(valueSize);
-  if (protocol === 'line') {
-    return new TemplateEncoder(
-      Buffer.from(`GET ${key}\n`),
-      Buffer.concat([Buffer.from(`SET ${key} `), value, Buffer.from('\n')]),
-      digits,
-    );
-  }
-  const bulk = (s: string) => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
-  return new TemplateEncoder(
-    Buffer.from(`*2\r\n${bulk('GET')}${bulk(key)}`),
-    Buffer.concat([Buffer.from(`*3\r\n${bulk('SET')}${bulk(key)}$${value.length}\r\n`), value, Buffer.from('\r\n')]),
-    digits,
-  );
+  return new TemplateEncoder(Buffer.from(`GET ${key}\n`), Buffer.concat([Buffer.from(`SET ${key} `), benchValue(valueSize), Buffer.from('\n')]), digits);
 }

@@ -1,11 +1,13 @@
 import { connect, type Socket } from 'node:net';
-import { createEncoder, type BenchProtocol, type CommandEncoder } from './command-encoder.ts';
+import type { BenchProtocol } from './bench-protocol.ts';
+import type { CommandEncoder } from './command-encoder.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
-import { createScanner, EXPECT_GET, EXPECT_SET, type ReplyScanner } from './reply-scanner.ts';
+import { EXPECT_GET, EXPECT_SET, type ReplyScanner } from './reply-scanner.ts';
 
 export interface LoadOptions {
   readonly host: string;
   readonly port: number;
+  /** The store's line protocol for `kv bench`; another plugged in by whoever runs it. */
   readonly protocol: BenchProtocol;
   readonly connections: number;
   /** Commands per batch: each connection writes P commands at once and waits for all P replies. */
@@ -90,7 +92,7 @@ export class LoadGenerator {
 
   constructor(options: LoadOptions) {
     this.options = options;
-    this.#encoder = createEncoder(options.protocol, options.valueSize);
+    this.#encoder = options.protocol.createEncoder(options.valueSize);
   }
 
   /** Opens every connection; rejects with a readable message when the server cannot be reached. */
@@ -98,7 +100,7 @@ export class LoadGenerator {
     const { host, port, connections, protocol, valueSize, timeoutMs, pipeline } = this.options;
     const opened = Array.from({ length: connections }, () => {
       const socket = connect({ host, port, noDelay: true });
-      const conn = new BenchConnection(socket, createScanner(protocol, valueSize), Math.max(pipeline, PREFILL_DEPTH));
+      const conn = new BenchConnection(socket, protocol.createScanner(valueSize), Math.max(pipeline, PREFILL_DEPTH));
       this.#conns.push(conn);
       socket.on('data', (chunk: Buffer) => this.#onData(conn, chunk));
       return new Promise<void>((resolve, reject) => {

@@ -2,8 +2,6 @@
 // per-reply allocation. Each scanner knows what the next replies should be (GET or
 // SET, in order) and sorts every complete reply into ok / miss / error / wrong.
 
-import type { BenchProtocol } from './command-encoder.ts';
-
 export const EXPECT_GET = 0;
 export const EXPECT_SET = 1;
 
@@ -12,9 +10,9 @@ export interface ReplyScanner {
   expect: Uint8Array;
   /** Index in `expect` of the next reply. */
   index: number;
-  /** GET of an absent key (NOT_FOUND, $-1). */
+  /** GET of an absent key (NOT_FOUND in the line protocol). */
   misses: number;
-  /** `ERROR ...` / `-ERR ...` replies. */
+  /** Error replies (`ERROR ...` in the line protocol). */
   errors: number;
   /** Replies of the wrong shape or size. */
   wrong: number;
@@ -126,104 +124,4 @@ export class LineReplyScanner implements ReplyScanner {
       else this.wrong++;
     }
   }
-}
-
-const S_TYPE = 0;
-const S_LINE = 1;
-const S_BULK_LENGTH = 2;
-const S_BULK_BODY = 3;
-
-/**
- * RESP2 replies to GET and SET: `+OK`, `-ERR ...`, `$<n>\r\n<n bytes>\r\n`, `$-1`.
- * A GET hit must carry exactly the value size.
- */
-export class RespReplyScanner implements ReplyScanner {
-  expect = new Uint8Array(0);
-  index = 0;
-  misses = 0;
-  errors = 0;
-  wrong = 0;
-  broken = false;
-  readonly #valueSize: number;
-  #state = S_TYPE;
-  #type = 0;
-  #number = 0;
-  #negative = false;
-  #remaining = 0;
-
-  constructor(valueSize: number) {
-    this.#valueSize = valueSize;
-  }
-
-  feed(chunk: Buffer): number {
-    const len = chunk.length;
-    let pos = 0;
-    let done = 0;
-    while (pos < len) {
-      switch (this.#state) {
-        case S_TYPE: {
-          const t = chunk[pos++]!;
-          this.#type = t;
-          if (t === 0x24 /* $ */) {
-            this.#state = S_BULK_LENGTH;
-            this.#number = 0;
-            this.#negative = false;
-          } else if (t === 0x2b /* + */ || t === 0x2d /* - */ || t === 0x3a /* : */) {
-            this.#state = S_LINE;
-          } else {
-            // Arrays, RESP3 types, garbage: the replies cannot be counted any more.
-            this.broken = true;
-            return done;
-          }
-          break;
-        }
-        case S_LINE: {
-          const lf = chunk.indexOf(LF, pos);
-          if (lf === -1) return done;
-          pos = lf + 1;
-          this.#state = S_TYPE;
-          const expect = this.expect[this.index++];
-          if (this.#type === 0x2d) this.errors++;
-          else if (this.#type !== 0x2b || expect !== EXPECT_SET) this.wrong++;
-          done++;
-          break;
-        }
-        case S_BULK_LENGTH: {
-          while (pos < len) {
-            const b = chunk[pos++]!;
-            if (b >= 0x30 && b <= 0x39) this.#number = this.#number * 10 + (b - 0x30);
-            else if (b === 0x2d) this.#negative = true;
-            else if (b === LF) {
-              if (this.#negative) {
-                this.#state = S_TYPE;
-                if (this.expect[this.index++] === EXPECT_GET) this.misses++;
-                else this.wrong++;
-                done++;
-              } else {
-                this.#state = S_BULK_BODY;
-                this.#remaining = this.#number + 2;
-              }
-              break;
-            }
-          }
-          break;
-        }
-        default: {
-          const take = Math.min(this.#remaining, len - pos);
-          pos += take;
-          this.#remaining -= take;
-          if (this.#remaining === 0) {
-            this.#state = S_TYPE;
-            if (this.expect[this.index++] !== EXPECT_GET || this.#number !== this.#valueSize) this.wrong++;
-            done++;
-          }
-        }
-      }
-    }
-    return done;
-  }
-}
-
-export function createScanner(protocol: BenchProtocol, valueSize: number): ReplyScanner {
-  return protocol === 'line' ? new LineReplyScanner(valueSize) : new RespReplyScanner(valueSize);
 }
