@@ -1,13 +1,14 @@
-// `npm run bench`: the kvstack store against Redis with the same client (`kv bench`, or
-// the C load generator kvload with --kvload, at pipeline depth 1 and 16), the HTTP backend
+// `npm run bench`: the kvstack store against Redis with the same client (`kv bench`'s
+// load generator, over RESP for Redis through bench/redis/, or the C load generator
+// kvload with --kvload, at pipeline depth 1 and 16), the HTTP backend
 // (wrk, or autocannon without it, through bench/http-bench.ts), and memory per key
 // (1,000,000 keys of 100 bytes in a fresh store and a fresh Redis). Every server is a
 // child process of this script and is killed when it exits, also on an error or Ctrl-C.
 // Prints one table with the exact command lines; --json <file> saves it.
 //
-// This file orchestrates; bench-settings.ts parses the options, harness/processes.ts runs
-// the servers and load generators, bench-memory.ts measures memory per key, and
-// bench-report.ts prints the table.
+// This file orchestrates; bench-settings.ts parses the options, harness/services.ts starts
+// the servers, harness/processes.ts runs the load generators, bench-memory.ts measures
+// memory per key, and comparison-report.ts prints the table.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus as machineCpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -15,7 +16,7 @@ import { memoryPerKey, type MemoryResult } from './bench-memory.ts';
 import { killAll, killChildrenOnExit, kvBench, kvloadRun, log, runToEnd, shellLine, type StoreRun } from './harness/processes.ts';
 import { redisAvailable, startRedis, startStore, type Service } from './harness/services.ts';
 import { coresBetween, CpuTrace, stealStopwatch, type CpuSample } from './harness/process-cpu.ts';
-import { fmt, medianRun, quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns, type HttpRun } from './bench-report.ts';
+import { fmt, medianRun, quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns, type HttpRun } from './comparison-report.ts';
 import { settings, STORE_ENV, type Settings } from './bench-settings.ts';
 import type { HttpBenchReport } from './http-bench-report.ts';
 

@@ -3,7 +3,7 @@
 // round trip is one event in thousands, and on a shared VM the hypervisor's steal sets it
 // as often as the server does: one run says little, and the rounds with little steal are
 // where the servers can be told apart.
-import { fmt, QUIET_STEAL_SHARE, quietStealBudgetMs, table } from './bench-report.ts';
+import { fmt, QUIET_STEAL_SHARE, quietStealBudgetMs, table } from './comparison-report.ts';
 import { median } from './harness/median.ts';
 
 /** One target's figures for one phase of one round. */

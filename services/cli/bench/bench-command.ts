@@ -1,7 +1,7 @@
 import type { GlobalOptions } from '../cli-args.ts';
 import { writeOut, type CliIo } from '../cli-io.ts';
 import { ExitCode, type ExitStatus } from '../exit-codes.ts';
-import { formatBenchReport } from './bench-report.ts';
+import { formatBenchReport } from './load-run-report.ts';
 import { benchHelp, parseBenchOptions } from './bench-options.ts';
 import type { BenchProtocol } from './bench-protocol.ts';
 import { lineProtocol } from './line-protocol.ts';

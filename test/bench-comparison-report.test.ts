@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreRun } from '../bench/harness/processes.ts';
-import { quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns } from '../bench/bench-report.ts';
+import { quietRounds, quietStealBudgetMs, renderReport, roundRatios, type DepthRuns } from '../bench/comparison-report.ts';
 import type { Settings } from '../bench/bench-settings.ts';
 
 const run = (opsPerSec: number): StoreRun =>
