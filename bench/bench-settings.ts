@@ -1,5 +1,5 @@
 // The options of `npm run bench`, parsed once from argv and the BENCH_* environment.
-import { parseArgs } from 'node:util';
+import { numberOption, parseOptions } from './harness/options.ts';
 
 export const HELP = `Usage: npm run bench -- [options]
 
@@ -41,53 +41,38 @@ export interface Settings {
 }
 
 export function settings(): Settings {
-  const { values } = parseArgs({
-    args: process.argv.slice(2),
-    allowNegative: true,
-    options: {
-      duration: { type: 'string' },
-      rounds: { type: 'string' },
-      warmup: { type: 'string' },
-      connections: { type: 'string' },
-      keyspace: { type: 'string' },
-      'value-size': { type: 'string' },
-      'memory-keys': { type: 'string' },
-      threads: { type: 'string' },
-      kvload: { type: 'string' },
-      quick: { type: 'boolean' },
-      redis: { type: 'boolean' },
-      http: { type: 'boolean' },
-      json: { type: 'string' },
-      help: { type: 'boolean' },
-    },
+  const values = parseOptions(HELP, {
+    duration: { type: 'string' },
+    rounds: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string' },
+    keyspace: { type: 'string' },
+    'value-size': { type: 'string' },
+    'memory-keys': { type: 'string' },
+    threads: { type: 'string' },
+    kvload: { type: 'string' },
+    quick: { type: 'boolean' },
+    redis: { type: 'boolean' },
+    http: { type: 'boolean' },
+    json: { type: 'string' },
   });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
   const env = process.env;
   const quick = values.quick ?? env.BENCH_QUICK === '1';
-  const num = (name: string, raw: string | undefined, fallback: number): number => {
-    if (raw === undefined || raw === '') return fallback;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`${name}=${JSON.stringify(raw)}: expected a number`);
-    return n;
-  };
   return {
-    // Many short rounds rather than a few long ones: on a shared machine the runs' noise
-    // comes in stretches of seconds, which a longer run does not average away (README, Benchmarks).
-    duration: num('--duration', values.duration ?? env.BENCH_DURATION, quick ? 2 : 3),
-    rounds: Math.max(1, Math.round(num('--rounds', values.rounds ?? env.BENCH_ROUNDS, quick ? 1 : 9))),
-    warmup: num('--warmup', values.warmup ?? env.BENCH_WARMUP, quick ? 0.5 : 1),
-    connections: num('--connections', values.connections, 50),
-    keyspace: num('--keyspace', values.keyspace, 100_000),
-    valueSize: num('--value-size', values['value-size'], 100),
-    memoryKeys: num('--memory-keys', values['memory-keys'] ?? env.BENCH_MEMORY_KEYS, quick ? 100_000 : 1_000_000),
-    threads: num('--threads', values.threads, 1),
+    // Many short rounds rather than a few long ones: a shared machine's noise comes in
+    // stretches of seconds, which a longer run does not average away
+    // (docs/benchmarks.md#throughput-against-redis).
+    duration: numberOption('--duration', values.duration ?? env.BENCH_DURATION, quick ? 2 : 3),
+    rounds: Math.max(1, Math.round(numberOption('--rounds', values.rounds ?? env.BENCH_ROUNDS, quick ? 1 : 9))),
+    warmup: numberOption('--warmup', values.warmup ?? env.BENCH_WARMUP, quick ? 0.5 : 1),
+    connections: numberOption('--connections', values.connections, 50),
+    keyspace: numberOption('--keyspace', values.keyspace, 100_000),
+    valueSize: numberOption('--value-size', values['value-size'], 100),
+    memoryKeys: numberOption('--memory-keys', values['memory-keys'] ?? env.BENCH_MEMORY_KEYS, quick ? 100_000 : 1_000_000),
+    threads: numberOption('--threads', values.threads, 1),
     kvload: values.kvload ?? (env.BENCH_KVLOAD || undefined),
     redis: values.redis ?? true,
     http: values.http ?? true,
     jsonFile: values.json,
   };
 }
-

@@ -22,24 +22,16 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { KvEngine } from '../services/store/kv-engine.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    keys: { type: 'string', default: '1000000' },
-    'value-bytes': { type: 'string', default: '100' },
-    variant: { type: 'string', default: 'engine' },
-    churn: { type: 'boolean', default: false },
-    json: { type: 'boolean', default: false },
-    help: { type: 'boolean', default: false },
-  },
+const args = parseOptions('Usage: node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B] [--variant engine|map-of-buffers] [--churn] [--json]', {
+  keys: { type: 'string' },
+  'value-bytes': { type: 'string' },
+  variant: { type: 'string', default: 'engine' },
+  churn: { type: 'boolean', default: false },
+  json: { type: 'boolean', default: false },
 });
-
-if (args.help) {
-  console.log('Usage: node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B] [--variant engine|map-of-buffers] [--churn] [--json]');
-  process.exit(0);
-}
 
 if (typeof globalThis.gc !== 'function') {
   const script = fileURLToPath(import.meta.url);
@@ -48,16 +40,8 @@ if (typeof globalThis.gc !== 'function') {
 }
 const gc = globalThis.gc;
 
-function positiveInt(name: string, text: string): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) {
-    console.error(`--${name} must be a positive integer, got ${JSON.stringify(text)}`);
-    process.exit(2);
-  }
-  return n;
-}
-const keys = positiveInt('keys', args.keys);
-const valueBytes = positiveInt('value-bytes', args['value-bytes']);
+const keys = numberOption('--keys', args.keys, 1_000_000, { min: 1, integer: true });
+const valueBytes = numberOption('--value-bytes', args['value-bytes'], 100, { min: 1, integer: true });
 const variant = args.variant;
 if (variant !== 'engine' && variant !== 'map-of-buffers') {
   console.error(`--variant must be engine or map-of-buffers, got ${JSON.stringify(variant)}`);

@@ -93,8 +93,8 @@ import { connect, type Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { pipelineLines } from '../services/client/line-pipeline.ts';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { armedKvloadFill, armedKvloadRun } from './harness/processes.ts';
 import { redisAvailable, startRedis, startStore } from './harness/services.ts';
 import { stealStopwatch } from './harness/process-cpu.ts';
@@ -156,51 +156,42 @@ function lessStealStats(trips: RoundTrips, stolen: readonly Stretch[], server: S
   return { ...phaseStats([...less]), threadsStolenMs: Math.round(threadsStolenMs), worst };
 }
 
+const USAGE = 'Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--prober-fifo] [--server-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--trace-steal] [--rounds N]';
+
 async function main(): Promise<void> {
-  const { values: opts } = parseArgs({
-    options: {
-      mode: { type: 'string', default: 'load' },
-      keys: { type: 'string' },
-      'value-bytes': { type: 'string', default: '100' },
-      ttl: { type: 'string', default: '2' },
-      conns: { type: 'string', default: '2' },
-      batch: { type: 'string', default: '256' },
-      target: { type: 'string', default: 'kvstack' },
-      kvload: { type: 'string' },
-      'prober-nice': { type: 'string' },
-      'prober-fifo': { type: 'boolean', default: false },
-      'server-nice': { type: 'string' },
-      'server-cpus': { type: 'string' },
-      'client-cpus': { type: 'string' },
-      'store-node-args': { type: 'string' },
-      'trace-turns': { type: 'boolean', default: false },
-      'trace-steal': { type: 'boolean', default: false },
-      rounds: { type: 'string', default: '1' },
-      help: { type: 'boolean', default: false },
-    },
+  const opts = parseOptions(USAGE, {
+    mode: { type: 'string', default: 'load' },
+    keys: { type: 'string' },
+    'value-bytes': { type: 'string' },
+    ttl: { type: 'string' },
+    conns: { type: 'string' },
+    batch: { type: 'string' },
+    target: { type: 'string', default: 'kvstack' },
+    kvload: { type: 'string' },
+    'prober-nice': { type: 'string' },
+    'prober-fifo': { type: 'boolean', default: false },
+    'server-nice': { type: 'string' },
+    'server-cpus': { type: 'string' },
+    'client-cpus': { type: 'string' },
+    'store-node-args': { type: 'string' },
+    'trace-turns': { type: 'boolean', default: false },
+    'trace-steal': { type: 'boolean', default: false },
+    rounds: { type: 'string' },
   });
-  if (opts.help) {
-    console.log('Usage: node bench/growth-stall.ts [--mode load|storm|snapshot] [--keys N] [--value-bytes B] [--ttl S] [--conns C] [--batch B] [--target kvstack|redis|kvstack-no-saves|both] [--kvload <path>] [--prober-nice N] [--prober-fifo] [--server-nice N] [--server-cpus L --client-cpus L] [--store-node-args="..."] [--trace-turns] [--trace-steal] [--rounds N]');
-    return;
-  }
   const mode = opts.mode;
   if (mode !== 'load' && mode !== 'storm' && mode !== 'snapshot') throw new Error('--mode must be load, storm or snapshot');
-  const count = (name: string, text: string): number => {
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${text}`);
-    return n;
-  };
-  const keys = count('keys', opts.keys ?? (mode === 'load' ? '8000000' : '1000000'));
-  const rounds = count('rounds', opts.rounds);
+  const count = (name: 'keys' | 'rounds' | 'value-bytes' | 'ttl' | 'conns' | 'batch', fallback: number): number => numberOption(`--${name}`, opts[name], fallback, { min: 1, integer: true });
+  const keys = count('keys', mode === 'load' ? 8_000_000 : 1_000_000);
+  const rounds = count('rounds', 1);
   if (opts.kvload !== undefined && mode === 'storm') throw new Error('--kvload writes with SET only: it covers --mode load and snapshot, not storm');
   const settings = {
     mode,
     keys,
     kvload: opts.kvload,
-    valueBytes: count('value-bytes', opts['value-bytes']),
-    ttl: count('ttl', opts.ttl),
-    conns: count('conns', opts.conns),
-    batch: count('batch', opts.batch),
+    valueBytes: count('value-bytes', 100),
+    ttl: count('ttl', 2),
+    conns: count('conns', 2),
+    batch: count('batch', 256),
     proberNice: niceOption('prober-nice', opts['prober-nice']),
     proberFifo: opts['prober-fifo'],
     serverNice: niceOption('server-nice', opts['server-nice']),

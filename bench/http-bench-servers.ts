@@ -5,9 +5,8 @@ import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseOptions } from './harness/options.ts';
 import type { HttpBenchMode } from './http-bench-report.ts';
-
 
 /**
  * Counts requests and CPU time from SIGUSR2 (end of the warm-up) and writes them to
@@ -95,6 +94,6 @@ async function serve(mode: HttpBenchMode, port: number, storePorts: readonly num
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { mode: { type: 'string' }, port: { type: 'string' }, 'store-port': { type: 'string' }, report: { type: 'string' } } });
+  const values = parseOptions('Usage: node bench/http-bench-servers.ts --mode <mode> --port <p> --store-port <p[,p...]> --report <file>', { mode: { type: 'string' }, port: { type: 'string' }, 'store-port': { type: 'string' }, report: { type: 'string' } });
   await serve(values.mode as HttpBenchMode, Number(values.port), values['store-port']!.split(',').map(Number), values.report ?? join(tmpdir(), 'http-bench-serve.json'));
 }

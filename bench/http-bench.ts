@@ -28,9 +28,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { freePort } from '../services/shared/free-port.ts';
 import { median, medianBy } from './harness/median.ts';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { processCpuSeconds } from './harness/process-cpu.ts';
 import { startStore, type Service } from './harness/services.ts';
 import { ALL_HTTP_BENCH_MODES, formatHttpBench, HTTP_BENCH_MODES, type HttpBenchMode, type HttpBenchReport, type HttpBenchResult } from './http-bench-report.ts';
@@ -234,25 +234,24 @@ function parseLoadGenerator(name: string | undefined): LoadGeneratorName | undef
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({
-    options: {
-      duration: { type: 'string' },
-      warmup: { type: 'string' },
-      connections: { type: 'string' },
-      modes: { type: 'string' },
-      rounds: { type: 'string' },
-      'load-generator': { type: 'string' },
-      json: { type: 'boolean' },
-    },
+  const values = parseOptions('Usage: node bench/http-bench.ts [--duration s] [--warmup s] [--rounds n] [--connections n] [--modes a,b] [--load-generator wrk|autocannon] [--json]', {
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string' },
+    modes: { type: 'string' },
+    rounds: { type: 'string' },
+    'load-generator': { type: 'string' },
+    json: { type: 'boolean' },
   });
   {
     const modes = values.modes?.split(',') as HttpBenchMode[] | undefined;
     for (const m of modes ?? []) if (!ALL_HTTP_BENCH_MODES.includes(m)) throw new Error(`unknown mode ${m}; modes: ${ALL_HTTP_BENCH_MODES.join(', ')}`);
+    const optional = (name: string, raw: string | undefined) => (raw ? numberOption(name, raw, NaN) : undefined);
     const report = await runHttpBench({
-      durationSeconds: values.duration ? Number(values.duration) : undefined,
-      warmupSeconds: values.warmup ? Number(values.warmup) : undefined,
-      connections: values.connections ? Number(values.connections) : undefined,
-      rounds: values.rounds ? Number(values.rounds) : undefined,
+      durationSeconds: optional('--duration', values.duration),
+      warmupSeconds: optional('--warmup', values.warmup),
+      connections: optional('--connections', values.connections),
+      rounds: optional('--rounds', values.rounds),
       modes,
       loadGenerator: parseLoadGenerator(values['load-generator']),
     });

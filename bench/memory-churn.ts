@@ -19,7 +19,7 @@
 import { randomInt } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { scrape } from './harness/scrape.ts';
 import { startStore } from './harness/services.ts';
 
@@ -252,8 +252,10 @@ export function formatChurnReport(r: ChurnReport): string {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values: a } = parseArgs({
-    options: {
+  const a = parseOptions(
+    'Usage: node bench/memory-churn.ts [--max-memory B] [--max-value B] [--keys N] [--ops N] [--sizes uniform|log] ' +
+      '[--connections N] [--depth N] [--sample-ms MS] [--settle-ms MS] [--policy lru|noeviction] [--json]',
+    {
       'max-memory': { type: 'string' },
       'max-value': { type: 'string' },
       keys: { type: 'string' },
@@ -265,25 +267,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       'settle-ms': { type: 'string' },
       policy: { type: 'string' },
       json: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
     },
-  });
-  if (a.help) {
-    console.log(
-      'Usage: node bench/memory-churn.ts [--max-memory B] [--max-value B] [--keys N] [--ops N] [--sizes uniform|log] ' +
-        '[--connections N] [--depth N] [--sample-ms MS] [--settle-ms MS] [--policy lru|noeviction] [--json]',
-    );
-    process.exit(0);
-  }
-  const int = (name: string, text: string | undefined, fallback: number): number => {
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < 0) {
-      console.error(`--${name} must be a non-negative integer, got ${JSON.stringify(text)}`);
-      process.exit(2);
-    }
-    return n;
-  };
+  );
+  const int = (name: string, text: string | undefined, fallback: number): number => numberOption(`--${name}`, text, fallback, { integer: true });
   const d = defaultChurnOptions;
   const sizes = a.sizes ?? d.sizes;
   if (sizes !== 'uniform' && sizes !== 'log') {

@@ -10,14 +10,14 @@
 // The store and the backend run as child processes (ports chosen by the OS), killed at
 // the end. KVSTACK_ROOT runs another checkout's services (to compare with an older one).
 import { connect, type Socket } from 'node:net';
-import { parseArgs } from 'node:util';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { scrape } from './harness/scrape.ts';
 import { killAll, root as thisCheckout } from './harness/processes.ts';
 import { startBackend, startStore } from './harness/services.ts';
 
 const root = process.env.KVSTACK_ROOT ?? thisCheckout;
-const { values } = parseArgs({ options: { connections: { type: 'string', default: '500' } } });
-const connections = Number(values.connections);
+const values = parseOptions('Usage: node bench/slow-bodies.ts [--connections n] (backend settings from the environment)', { connections: { type: 'string' } });
+const connections = numberOption('--connections', values.connections, 500, { min: 1, integer: true });
 const VALUE_BYTES = 1024 * 1024;
 const HELD_BACK = 1024; // the bytes never sent
 

@@ -9,9 +9,9 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parseLogLine } from '../services/shared/ready-line.ts';
 import { median } from './harness/median.ts';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { kvBench } from './harness/processes.ts';
 import { redisAvailable, startRedis as startRedisService, startStore as startStoreService, type Service } from './harness/services.ts';
 import { redisCommand } from './redis/redis-command.ts';
@@ -23,18 +23,15 @@ interface Round {
   readonly keys: number;
 }
 
-const { values } = parseArgs({
-  options: {
-    keys: { type: 'string', default: '1000000' },
-    'value-size': { type: 'string', default: '100' },
-    rounds: { type: 'string', default: '3' },
-    redis: { type: 'boolean', default: true },
-  },
-  allowNegative: true,
+const values = parseOptions('Usage: node bench/snapshot-bench.ts [--keys n] [--value-size b] [--rounds n] [--no-redis]', {
+  keys: { type: 'string' },
+  'value-size': { type: 'string' },
+  rounds: { type: 'string' },
+  redis: { type: 'boolean', default: true },
 });
-const keys = Number(values.keys);
-const valueSize = Number(values['value-size']);
-const rounds = Number(values.rounds);
+const keys = numberOption('--keys', values.keys, 1_000_000, { min: 1, integer: true });
+const valueSize = numberOption('--value-size', values['value-size'], 100, { integer: true });
+const rounds = numberOption('--rounds', values.rounds, 3, { min: 1, integer: true });
 const log = (text: string) => process.stderr.write(`snapshot-bench: ${text}\n`);
 
 function load(port: number, protocol: 'line' | 'resp') {

@@ -15,8 +15,8 @@
 //   npm run soak -- --help
 import { randomBytes, randomInt } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
-import { parseArgs } from 'node:util';
 import { StoreConnection, StoreReplyError, errorKind } from '../services/client/index.ts';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { scrape as scrapeMetrics } from './harness/scrape.ts';
 import { startBackend, startStore, type Service } from './harness/services.ts';
 import { formatSoakReport, mib, type MemorySample, type PathStats, type SoakOptions, type SoakReport } from './soak-report.ts';
@@ -359,31 +359,16 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
 // ---------------------------------------------------------------- command line
 
 if (import.meta.main) {
-  const { values } = parseArgs({
-    options: {
-      duration: { type: 'string' },
-      'http-workers': { type: 'string' },
-      'tcp-workers': { type: 'string' },
-      'tcp-depth': { type: 'string' },
-      keys: { type: 'string' },
-      sample: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean' },
-    },
+  const values = parseOptions(HELP, {
+    duration: { type: 'string' },
+    'http-workers': { type: 'string' },
+    'tcp-workers': { type: 'string' },
+    'tcp-depth': { type: 'string' },
+    keys: { type: 'string' },
+    sample: { type: 'string' },
+    json: { type: 'boolean' },
   });
-  if (values.help) {
-    process.stdout.write(HELP);
-    process.exit(0);
-  }
-  const num = (name: string, raw: string | undefined, fallback: number, min: number): number => {
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n < min) {
-      process.stderr.write(`soak: --${name}=${JSON.stringify(raw)}: expected a number of at least ${min}\n${HELP}`);
-      process.exit(2);
-    }
-    return n;
-  };
+  const num = (name: string, raw: string | undefined, fallback: number, min: number): number => numberOption(`--${name}`, raw, fallback, { min });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.on(signal, () => {
       process.stderr.write(`\nsoak: interrupted (${signal})\n`);

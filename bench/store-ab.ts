@@ -23,29 +23,26 @@
 // median and quartiles of the slices' ratios.
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { benchServerOptions, buildChunks, connectStandIn, keyOf, type ChunkShape, type StandInSocket } from './stand-in-connection.ts';
 
-const { values: opts } = parseArgs({
-  options: {
+const opts = parseOptions(
+  'Usage: node bench/store-ab.ts --against <other checkout> [--base <checkout>] [--depth 16] [--keys 100000] [--value-size 100] [--slices 300] [--slice-commands 32000]',
+  {
     against: { type: 'string' },
     base: { type: 'string' },
-    depth: { type: 'string', default: '16' },
-    keys: { type: 'string', default: '100000' },
-    'value-size': { type: 'string', default: '100' },
-    slices: { type: 'string', default: '300' },
-    'slice-commands': { type: 'string', default: '32000' },
+    depth: { type: 'string' },
+    keys: { type: 'string' },
+    'value-size': { type: 'string' },
+    slices: { type: 'string' },
+    'slice-commands': { type: 'string' },
   },
-});
+);
 if (opts.against === undefined) throw new Error('--against <path of another checkout of kvstack> is required');
-const count = (name: string, raw: string): number => {
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name}=${raw}: expected a whole number of at least 1`);
-  return n;
-};
-const shape: ChunkShape = { depth: count('depth', opts.depth), keys: count('keys', opts.keys), valueSize: count('value-size', opts['value-size']) };
-const slices = count('slices', opts.slices);
-const chunksPerSlice = Math.ceil(count('slice-commands', opts['slice-commands']) / shape.depth);
+const count = (name: 'depth' | 'keys' | 'value-size' | 'slices' | 'slice-commands', fallback: number): number => numberOption(`--${name}`, opts[name], fallback, { min: 1, integer: true });
+const shape: ChunkShape = { depth: count('depth', 16), keys: count('keys', 100_000), valueSize: count('value-size', 100) };
+const slices = count('slices', 300);
+const chunksPerSlice = Math.ceil(count('slice-commands', 32_000) / shape.depth);
 
 /** A build's store, loaded from its checkout's own modules, with `keys` keys stored. */
 async function storeOf(root: string): Promise<StandInSocket> {

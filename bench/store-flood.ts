@@ -15,7 +15,7 @@
 // where their CPU went.
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { parseArgs } from 'node:util';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { root } from './harness/processes.ts';
 import { scrapeText } from './harness/scrape.ts';
 import { startStore } from './harness/services.ts';
@@ -23,25 +23,23 @@ import { roundTrip, startFloodProber } from './flood-prober.ts';
 import { rssOf, startFloodSampler } from './flood-sampler.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
-const { values: opts } = parseArgs({
-  options: {
-    conns: { type: 'string', default: '200' },
-    gets: { type: 'string', default: '20000' },
-    'value-size': { type: 'string', default: '1024' },
-    duration: { type: 'string', default: '5' },
-    'store-dir': { type: 'string', default: root },
-    'trace-turns': { type: 'boolean', default: false },
-  },
+const opts = parseOptions('Usage: node bench/store-flood.ts [--conns 200] [--gets 20000] [--value-size 1024] [--duration 5] [--store-dir .] [--trace-turns]', {
+  conns: { type: 'string' },
+  gets: { type: 'string' },
+  'value-size': { type: 'string' },
+  duration: { type: 'string' },
+  'store-dir': { type: 'string', default: root },
+  'trace-turns': { type: 'boolean', default: false },
 });
 const untraceable = opts['trace-turns'] ? turnTraceUnavailable() : undefined;
 if (untraceable !== undefined) {
   console.error(`--trace-turns: ${untraceable}`);
   process.exit(2);
 }
-const conns = Number(opts.conns);
-const gets = Number(opts.gets);
-const valueSize = Number(opts['value-size']);
-const durationMs = Number(opts.duration) * 1000;
+const conns = numberOption('--conns', opts.conns, 200, { min: 1, integer: true });
+const gets = numberOption('--gets', opts.gets, 20_000, { min: 1, integer: true });
+const valueSize = numberOption('--value-size', opts['value-size'], 1024, { integer: true });
+const durationMs = numberOption('--duration', opts.duration, 5) * 1000;
 
 const store = await startStore({ root: opts['store-dir'], env: { MAX_CONNECTIONS: String(conns + 10) } });
 process.on('exit', store.kill);

@@ -10,7 +10,6 @@
 // recording switched off, with prom-client's labelled inc()/observe() instead of the
 // array counters (what the arrays save), and with a bare Map in place of the engine (the
 // server's own share of the cost).
-import { parseArgs } from 'node:util';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { COMMAND_NAMES } from '../services/protocol/command-parser.ts';
 import { lineBound } from '../services/protocol/limits.ts';
@@ -20,23 +19,23 @@ import { KvEngine } from '../services/store/kv-engine.ts';
 import type { ValueRange } from '../services/store/store-engine.ts';
 import { createStoreMetrics, DURATION_BUCKETS } from '../services/store/store-metrics.ts';
 import { StoreServer } from '../services/store/store-server.ts';
+import { numberOption, parseOptions } from './harness/options.ts';
 import { benchServerOptions, buildChunks, connectStandIn, keyOf } from './stand-in-connection.ts';
 
-const { values: opts } = parseArgs({
-  options: {
-    depth: { type: 'string', default: '16' },
-    keys: { type: 'string', default: '100000' },
-    'value-size': { type: 'string', default: '100' },
-    rounds: { type: 'string', default: '7' },
-    commands: { type: 'string', default: '400000' },
-    only: { type: 'string' },
-  },
+const opts = parseOptions('Usage: node bench/store-quick.ts [--depth 16] [--keys 100000] [--value-size 100] [--rounds 7] [--commands 400000] [--only <variant>]', {
+  depth: { type: 'string' },
+  keys: { type: 'string' },
+  'value-size': { type: 'string' },
+  rounds: { type: 'string' },
+  commands: { type: 'string' },
+  only: { type: 'string' },
 });
-const depth = Number(opts.depth);
-const keys = Number(opts.keys);
-const valueSize = Number(opts['value-size']);
-const rounds = Number(opts.rounds);
-const perRound = Number(opts.commands);
+const whole = (name: string, raw: string | undefined, fallback: number) => numberOption(name, raw, fallback, { min: 1, integer: true });
+const depth = whole('--depth', opts.depth, 16);
+const keys = whole('--keys', opts.keys, 100_000);
+const valueSize = numberOption('--value-size', opts['value-size'], 100, { integer: true });
+const rounds = whole('--rounds', opts.rounds, 7);
+const perRound = whole('--commands', opts.commands, 400_000);
 
 const value = 'v'.repeat(valueSize);
 
