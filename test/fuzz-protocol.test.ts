@@ -24,7 +24,7 @@ import { PARSE_ERROR_REPLIES } from '../services/protocol/replies.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { refValidKey } from './helpers/reference-key-rule.ts';
-import { startTestStore } from './helpers/store-harness.ts';
+import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 
 afterEach(destroyAll);
 
@@ -453,45 +453,48 @@ function receivedReplies(c: LineClient, expected: string[]): string[] {
   return c.received.map((r, i) => (expected[i] === 'STATS*' && r.startsWith('STATS keys=') ? 'STATS*' : r));
 }
 
+/** A property over pipelined streams (see pipelinedStreamArb), each run against a fresh store and one client. */
+function onFreshStore(maxValue: number, check: (store: TestStore, c: LineClient, stream: Buffer, sizes: number[]) => Promise<void>) {
+  return fc.asyncProperty(pipelinedStreamArb(maxValue), async ({ stream, sizes }) => {
+    const store = await startTestStore({ maxValueBytes: maxValue });
+    try {
+      await check(store, await store.client(), stream, sizes);
+    } finally {
+      store.service.destroy();
+    }
+  });
+}
+
 describe('the store server under random and mutated input', () => {
   it('sends exactly one reply per complete line, the one a reference keyspace predicts, and runs nothing else', async () => {
     const maxValue = 48; // line bound 560: huge tokens cross it
     await fc.assert(
-      fc.asyncProperty(
-        pipelinedStreamArb(maxValue),
-        async ({ stream, sizes }) => {
-          const store = await startTestStore({ maxValueBytes: maxValue });
-          try {
-            const c = await store.client();
-            const segments = splitAtLf(stream);
-            const complete = segments.slice(0, -1);
-            const rest = segments.at(-1)!;
-            const before = expectedReplies(complete, maxValue);
-            // Unless the stream ends the connection, an LF then completes the tail and a PING follows.
-            const finished = before.closes || rest.length > lineBound(maxValue);
-            const { replies, ran, closes } = expectedReplies(finished ? [...complete, rest] : [...complete, rest, Buffer.from('PING')], maxValue);
-            sendInPieces(c, stream, sizes);
-            if (!finished) {
-              // Nothing for the tail yet: a reply to it now would be a command it did not send whole.
-              await c.lines(before.replies.length);
-              expect(c.received).toHaveLength(before.replies.length);
-              c.send('\nPING\n');
-              await c.lines(replies.length - before.replies.length);
-            } else {
-              await c.lines(replies.length);
-            }
-            expect(receivedReplies(c, replies)).toEqual(replies);
-            // Every command the server ran came from one complete line.
-            expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
-            if (closes) {
-              await c.closed;
-              expect(c.received).toHaveLength(replies.length);
-            }
-          } finally {
-            store.service.destroy();
-          }
-        },
-      ),
+      onFreshStore(maxValue, async (store, c, stream, sizes) => {
+        const segments = splitAtLf(stream);
+        const complete = segments.slice(0, -1);
+        const rest = segments.at(-1)!;
+        const before = expectedReplies(complete, maxValue);
+        // Unless the stream ends the connection, an LF then completes the tail and a PING follows.
+        const finished = before.closes || rest.length > lineBound(maxValue);
+        const { replies, ran, closes } = expectedReplies(finished ? [...complete, rest] : [...complete, rest, Buffer.from('PING')], maxValue);
+        sendInPieces(c, stream, sizes);
+        if (!finished) {
+          // Nothing for the tail yet: a reply to it now would be a command it did not send whole.
+          await c.lines(before.replies.length);
+          expect(c.received).toHaveLength(before.replies.length);
+          c.send('\nPING\n');
+          await c.lines(replies.length - before.replies.length);
+        } else {
+          await c.lines(replies.length);
+        }
+        expect(receivedReplies(c, replies)).toEqual(replies);
+        // Every command the server ran came from one complete line.
+        expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
+        if (closes) {
+          await c.closed;
+          expect(c.received).toHaveLength(replies.length);
+        }
+      }),
       { ...limits, numRuns: 60 },
     );
   });
@@ -499,27 +502,18 @@ describe('the store server under random and mutated input', () => {
   it('a client that half-closes after its stream gets every reply to its complete lines, then the close; a partial last line never runs', async () => {
     const maxValue = 48;
     await fc.assert(
-      fc.asyncProperty(
-        pipelinedStreamArb(maxValue),
-        async ({ stream, sizes }) => {
-          const store = await startTestStore({ maxValueBytes: maxValue });
-          try {
-            const c = await store.client();
-            const segments = splitAtLf(stream);
-            const rest = segments.at(-1)!;
-            // An over-long partial line is still answered (the store need not see its end to know).
-            const sent = rest.length > lineBound(maxValue) ? segments : segments.slice(0, -1);
-            const { replies, ran } = expectedReplies(sent, maxValue);
-            sendInPieces(c, stream, sizes);
-            c.socket.end(); // FIN: nothing more will come, the replies still must
-            await c.closed;
-            expect(receivedReplies(c, replies)).toEqual(replies);
-            expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
-          } finally {
-            store.service.destroy();
-          }
-        },
-      ),
+      onFreshStore(maxValue, async (store, c, stream, sizes) => {
+        const segments = splitAtLf(stream);
+        const rest = segments.at(-1)!;
+        // An over-long partial line is still answered (the store need not see its end to know).
+        const sent = rest.length > lineBound(maxValue) ? segments : segments.slice(0, -1);
+        const { replies, ran } = expectedReplies(sent, maxValue);
+        sendInPieces(c, stream, sizes);
+        c.socket.end(); // FIN: nothing more will come, the replies still must
+        await c.closed;
+        expect(receivedReplies(c, replies)).toEqual(replies);
+        expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
+      }),
       { ...limits, numRuns: 40 },
     );
   });
