@@ -11,7 +11,7 @@ export const ALERT_THRESHOLDS = {
   KvBackendStoreShardSpreadUnbalanced: [1.5],
 } as const satisfies Record<string, readonly number[]>;
 
-/** Availability objective of the backend (alert-rules.yml, group kvbackend-slo). */
+/** The error budget of the backend's availability objective, 99.9% (alert-rules.yml, group kvbackend-slo). */
 export const SLO_ERROR_BUDGET = 0.001;
 
 /** Burn rates the SLO alerts fire at: 14.4x and 6x page, 3x and 1x open a ticket. */

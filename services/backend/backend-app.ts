@@ -11,12 +11,12 @@ import { ALLOWED_METHODS, errorReplies, replyForStoreError, type ErrorReply } fr
 import { keyFromPath } from './key-from-path.ts';
 import { readBody } from './request-body.ts';
 
-/** What the app needs from the store: a StorePool in production, anything alike in tests and benchmarks. */
+/** What the app needs from the store: the ring of shard pools (ShardedStore) in production, anything alike in tests and benchmarks. */
 export type BackendStore = Pick<StoreCommands, 'get' | 'set' | 'del'>;
 
 export interface BackendAppOptions {
   readonly store: BackendStore;
-  /** Omitted only to measure what metrics cost. */
+  /** Omitted where nothing reads them: tests of the HTTP surface, and the HTTP bench measuring what metrics cost. */
   readonly metrics?: BackendMetrics | undefined;
   readonly logger: Logger;
   /** Largest body accepted; more is 413 (and is not read). */

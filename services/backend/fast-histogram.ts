@@ -19,8 +19,8 @@ interface Series {
 
 /**
  * A Prometheus histogram for the request hot path. prom-client's `observe(labels, v)`
- * allocates, validates and hashes the labels on every call (about 1 µs, measured: more
- * than a tenth of a backend request). Here each label set gets a recorder once, and an
+ * allocates, validates and hashes the labels on every call (about 1 µs, of a backend
+ * request's 25 µs of CPU). Here each label set gets a recorder once, and an
  * observation is a bucket search and three additions; the registry reads the counts at
  * scrape time through the shared ScrapeTimeMetric adapter.
  */

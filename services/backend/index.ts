@@ -1,4 +1,4 @@
-// The HTTP backend: the app (for tests and embedding), the service (app + pool + admin port), and their parts.
+// The HTTP backend: the app (for tests and embedding), the service (app + ring of store pools + admin port), and their parts.
 export { createBackendApp, type BackendAppOptions, type BackendStore } from './backend-app.ts';
 export { startBackendService, type BackendDeps, type BackendService } from './backend-service.ts';
 export { createBackendMetrics, type BackendMetrics } from './backend-metrics.ts';

@@ -16,9 +16,9 @@ export interface StoreMonitor {
 }
 
 /**
- * Probes the store now and then every `intervalMs`, feeding kvbackend_store_up and
- * kvbackend_store_usage_bytes. Probes never overlap; the timer does not keep the
- * process alive.
+ * Runs `probe` now and then every `intervalMs` (the backend's probe asks every shard and
+ * records kvbackend_store_up{shard} and kvbackend_store_usage_bytes{shard}). Probes never
+ * overlap; the timer does not keep the process alive.
  */
 export function startStoreMonitor({ probe, onResult, intervalMs = 5000 }: StoreMonitorOptions): StoreMonitor {
   let closed = false;

@@ -25,9 +25,10 @@ export const completeCommand: Completer = (line: string) => {
 };
 
 /**
- * The interactive client: one persistent connection, each line sent as typed, the reply
- * shown decoded. With stdin piped it prints exactly one line per command and nothing
- * else on stdout (notices go to stderr), so it can be scripted.
+ * The interactive client: one persistent connection per shard (ReplShards), each line
+ * sent as typed to the shard it belongs to, the reply shown decoded. With stdin piped it
+ * prints exactly one line per command and nothing else on stdout (notices go to stderr),
+ * so it can be scripted.
  *
  * Reconnection is lazy, like redis-cli: when the store went away, the next command
  * opens a new connection (and says so on stderr). A command whose connection is lost

@@ -47,7 +47,7 @@ export interface ShardedStoreOptions {
  * others serve; a pool reconnects by itself.
  *
  * It also shows the surface of a single pool (connections, state counts, connect, close,
- * destroy) summed over the shards, so a ring of one is used as a pool was.
+ * destroy) summed over the shards, so code written for one pool serves a ring of one.
  */
 export class ShardedStore {
   readonly membership: RingMembership<Shard>;

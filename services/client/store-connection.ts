@@ -209,7 +209,7 @@ export class StoreConnection extends StoreCommands {
     this.#pipeline.flush();
   }
 
-  /** Runs once per socket, whether it closed by itself or we gave up on it. */
+  /** Runs once per socket, whether it closed by itself or was given up on. */
   #onGone(err: Error): void {
     this.#pipeline.dropBatch();
     this.#framer = undefined;

@@ -7,10 +7,11 @@ import { parseStoreList } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
-// default and meaning; the README's configuration table is checked against these.
+// default and meaning; the tables of docs/configuration.md are generated from these, and a
+// test holds them to it.
 
 export type EvictionPolicy = 'lru' | 'noeviction';
-/** STORE_NATIVE_IO: whether client sockets go through the store's C add-on (services/store/native-io.ts). */
+/** STORE_NATIVE_IO: whether client sockets go through the store's C add-on (the store's native-io.ts). */
 export type NativeIoMode = 'auto' | 'on' | 'off';
 
 export interface Setting<T> {

@@ -28,9 +28,8 @@ const LF_WORD = 0x0a0a0a0a;
 /**
  * Up to this many bytes are searched for an LF in JavaScript before buf.indexOf takes
  * over. Most command lines are shorter, and indexOf is a call into C++ (argument checks,
- * a handle scope, memchr) that costs more than the loop: 40 against 33 ns a line for the
- * bench's mix of 21-byte GETs and 122-byte SETs (microbenchmark, alternating). A long
- * value still gets memchr.
+ * a handle scope, memchr) that costs more than the loop for such a line. A long value
+ * still gets memchr. See docs/benchmarks.md#throughput-against-redis.
  */
 const INLINE_SCAN_BYTES = 128;
 
@@ -166,8 +165,8 @@ export class LineFramer {
 
   /**
    * Holds chunk[start, end) for deliver(). A range rather than a view (subarray) of it:
-   * the store appends every read of one command this way, and a view per read was half
-   * of its garbage at pipeline depth 1. `lineEnds`, when given, are the LFs of the range's
+   * the store appends every read of one command this way, and a view per read would be
+   * half of its garbage at pipeline depth 1. `lineEnds`, when given, are the LFs of the range's
    * first lines (see LineEnds); they are used only while deliver() frames this range from
    * its start on, and are read from as deliver() goes, so they must not change before the
    * range is framed or ownHeldInput() is called.

@@ -76,12 +76,9 @@ const VALUE_PREFIX = Buffer.from(`${REPLY_WORDS.value} `, 'latin1');
  * Values up to this many bytes are encoded here, straight into the reply; longer ones by
  * Node (a string from base64Slice, copied in with latin1Write), whose two native calls and
  * the string between them cost a few hundred ns whatever the length. Read through its
- * page's DataView (writeBase64), a value is encoded faster here up to about 512 to 768
- * bytes: medians of nine alternating runs, 100 bytes 103 against 330 ns, 384 bytes 348
- * against 588, 512 bytes 453 against 579, 1,024 bytes 1,135 against 1,123 (microbenchmark
- * on a busy machine, values spread over a 4 MiB page). With a byte load per value byte the
- * bound was 128. The pages must be plain buffers (record-arena.ts): through a view of a
- * resizable one the same loop took twice as long.
+ * page's DataView (writeBase64), the loop here is the faster up to about 512 to 768 bytes.
+ * The pages must be plain buffers (record-arena.ts): through a view of a resizable one the
+ * loop costs about twice as much. See docs/benchmarks.md#throughput-against-redis.
  */
 export const INLINE_BASE64_MAX_BYTES = 512;
 const BASE64_ALPHABET = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1');
@@ -94,11 +91,9 @@ const base64Word = (n: number): number => BASE64_PAIRS[n >>> 12]! | (BASE64_PAIR
 
 /**
  * A buffer replies are written into, with a DataView over it: the base64 of a value goes
- * in four characters at a time, one 32-bit store where there were four byte stores, each
- * checked against the buffer's bounds. A 100-byte value's reply: 93-115 against 118-141 ns
- * (microbenchmark, alternating, values spread over a 1 MiB page). A DataView made per
- * reply costs more than it saves, so one is made per buffer and the store's pool keeps
- * them.
+ * in four characters at a time, one 32-bit store instead of four byte stores, each
+ * checked against the buffer's bounds. A DataView made per reply costs more than it
+ * saves, so one is made per buffer and the store's pool keeps them.
  */
 export class ReplyTarget {
   readonly bytes: Buffer;
@@ -114,9 +109,8 @@ export class ReplyTarget {
  * Writes the base64 of src[start, end) into target at `at` (room made); returns the offset
  * after it. The value is read through the page's DataView twelve bytes a step, as three
  * big-endian 32-bit loads that make four 24-bit groups: a byte load from a Buffer costs
- * about as much as a 32-bit load, and the loads were most of the loop (100 bytes: 76
- * against 98 ns with a byte load per byte, 32 bytes: 49 against 60; microbenchmark,
- * alternating, values spread over a 1 MiB page).
+ * about as much as a 32-bit load, and the loads are most of the loop. Twelve bytes a step
+ * rather than six: see docs/benchmarks.md#throughput-against-redis.
  */
 function writeBase64(target: ReplyTarget, at: number, src: DataView, start: number, end: number): number {
   const view = target.view;

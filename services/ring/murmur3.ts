@@ -46,11 +46,11 @@ export function murmur3_32(bytes: Uint8Array, start = 0, end = bytes.length, see
 
 /**
  * murmur3_32 of the bytes [start, end) of a view, each block one 32-bit load instead of
- * four byte loads: the store's key hash (kv-engine.ts), where the loads were the cost and
- * the view of the command line is made once per read. Unsigned result, equal to
- * murmur3_32's of the same bytes. murmur3_32 keeps its own loop: made to call this, it
- * needs a view of every key buffer it is given, and hashing distinct buffers of bytes
- * went from 25-45 to 127-210 ns a key (bench/ring-bench.ts, alternating runs).
+ * four byte loads: the store engine's key hash, where the loads are the cost and the view
+ * of the command line is made once per read. Unsigned result, equal to murmur3_32's of the
+ * same bytes. murmur3_32 keeps its own loop: made to call this, it would need a view of
+ * every key buffer it is given, which costs more than the hash (bench/ring-bench.ts; see
+ * docs/benchmarks.md#sharding-cost).
  */
 export function murmur3_32View(view: DataView, start: number, end: number, seed: number): number {
   let h = seed | 0;

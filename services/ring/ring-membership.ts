@@ -77,8 +77,8 @@ export class RingMembership<M extends RingMember = RingMember> {
   }
 
   /**
-   * A new configured membership (discovery): shards that stay keep their state, new
-   * ones start with none, gone ones are forgotten.
+   * A new configured membership while serving (BackendService.setShards): shards that
+   * stay keep their state, new ones start with none, gone ones are forgotten.
    */
   setMembers(members: readonly M[]): void {
     const next = new ShardRing(members);

@@ -1,6 +1,6 @@
 import { fmix32, murmur3_32, murmur3_32Utf8 } from './murmur3.ts';
 
-// Rendezvous (highest random weight) hashing over 32-bit MurmurHash3 (README "Sharding"):
+// Rendezvous (highest random weight) hashing over 32-bit MurmurHash3 (docs/sharding.md):
 //   keyHash    = murmur3_32(key bytes, seed 0)
 //   memberSeed = murmur3_32(UTF-8 bytes of the member's name, seed 0)
 //   score      = fmix32(keyHash XOR memberSeed)            (unsigned 32-bit)
@@ -36,7 +36,7 @@ export class RingMembersError extends Error {
 }
 
 /**
- * An immutable ring of shards. Built once per membership (start-up, a discovery change,
+ * An immutable ring of shards. Built once per membership (start-up, a membership change,
  * an ejection); routing a key costs one hash of its bytes plus one fmix32 per member.
  */
 export class ShardRing<M extends RingMember = RingMember> {

@@ -3,7 +3,7 @@
  * buffer, else a new one (which is then kept).
  *
  * Why: the store's command path reads keys and lines four bytes at a time through a
- * DataView (one 32-bit load where there were four byte loads, each checked against the
+ * DataView (one 32-bit load instead of four byte loads, each checked against the
  * buffer's length). Its readers (the framer, the key scanner, the parser, the engine) all
  * read the same buffer in turn, a read's lines arrive in the shared read buffer, so one
  * view made once serves all of them; a read that comes in a buffer of its own (a line

@@ -4,7 +4,7 @@ import type { Metric, Registry } from 'prom-client';
 // a few additions per event) and prom-client: a metric whose samples are computed at
 // scrape time, in the shape prom-client's Registry renders (the `get()` every metric
 // has). prom-client's own labelled inc()/observe() hash a label object per call, which
-// costs about 1 µs: too much per store command or per HTTP request.
+// costs about a microsecond: too much per store command or per HTTP request.
 
 export interface MetricSample {
   readonly value: number;

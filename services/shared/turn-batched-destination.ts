@@ -7,8 +7,8 @@ type SonicBoom = ReturnType<typeof pino.destination>;
  * A pino destination that hands SonicBoom the lines of one event-loop turn as one
  * string. Why: SonicBoom appends every line to its pending string and then measures
  * that whole string's byte length, which flattens it; when a busy turn logs fifty
- * access lines, that is a copy of everything pending per line (7% of the backend's
- * CPU under load). Joining a turn's lines once costs one copy. Lines reach SonicBoom
+ * access lines, that is a copy of everything pending per line. Joining a turn's lines
+ * once costs one copy (see docs/benchmarks.md#the-http-path). Lines reach SonicBoom
  * at the end of the turn they were logged in (TurnBatcher), in order; flush,
  * flushSync and process exit hand over what is pending first, so nothing is lost.
  */
