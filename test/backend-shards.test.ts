@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { ShardRing } from '../services/ring/shard-ring.ts';
 import { createLogger } from '../services/shared/logger.ts';
-import { backendHarness, logSink, metricSum, scrape, send, storeList } from './helpers/backend-harness.ts';
+import { backendHarness, logSink, metricSum, scrape, send, statusOf, storeList } from './helpers/backend-harness.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { CuttableLink } from './helpers/cuttable-link.ts';
 import { call, type Outcome } from './helpers/http-call.ts';
@@ -47,7 +47,6 @@ async function health(port: number): Promise<{ status: number; body: { status: s
   return { status: res.status, body: (await res.json()) as never };
 }
 
-const status = async (port: number, path: string): Promise<number> => (await fetch(`http://127.0.0.1:${port}${path}`)).status;
 
 describe('the backend over three shards', () => {
   it('spreads keys over the shards, each key on the shard the ring names, and reads them back', async () => {
@@ -107,7 +106,7 @@ describe('the backend over three shards', () => {
     expect(new Set(await read(byShard.get(names.paused)!))).toEqual(new Set([503]));
     expect(new Set(await read(byShard.get(names.healthy)!))).toEqual(new Set([200]));
 
-    expect(await status(backend.metricsPort, '/readyz')).toBe(200);
+    expect(await statusOf(backend.metricsPort, '/readyz')).toBe(200);
     const report = await health(backend.metricsPort);
     expect(report.status).toBe(200);
     expect(report.body.status).toBe('degraded');
@@ -167,7 +166,7 @@ describe('the backend over three shards', () => {
       for (const st of first) expect([503, 504]).toContain(st);
       expect(new Set(await read(byShard.get(names.far)!))).toEqual(new Set([503]));
       expect(new Set(await read(byShard.get(names.healthy)!))).toEqual(new Set([200]));
-      expect(await status(backend.metricsPort, '/readyz')).toBe(200);
+      expect(await statusOf(backend.metricsPort, '/readyz')).toBe(200);
       expect((await health(backend.metricsPort)).body.status).toBe('degraded');
 
       link.restore();
@@ -182,10 +181,10 @@ describe('the backend over three shards', () => {
   it('a ready answer is never followed by a 503: readiness waits for the pool, not a probe connection', async () => {
     const port = await freePort();
     const backend = await h.backend(port, { storePoolSize: 2 });
-    expect(await status(backend.metricsPort, '/readyz')).toBe(503);
+    expect(await statusOf(backend.metricsPort, '/readyz')).toBe(503);
     expect((await send(backend.port, 'GET', '/k')).status).toBe(503); // the pool backs off now
     await h.store({ port });
-    await waitUntil('ready', async () => ((await status(backend.metricsPort, '/readyz')) === 200 ? true : undefined), { everyMs: 5, deadlineMs: 20_000 });
+    await waitUntil('ready', async () => ((await statusOf(backend.metricsPort, '/readyz')) === 200 ? true : undefined), { everyMs: 5, deadlineMs: 20_000 });
     // Right after the ready answer, every request is served.
     const statuses = await Promise.all(Array.from({ length: 20 }, (_, i) => send(backend.port, 'GET', `/k${i}`).then((r) => r.status)));
     expect(new Set(statuses)).toEqual(new Set([404]));
@@ -270,7 +269,7 @@ describe('the backend over three shards', () => {
     expect(metricSum(text, 'kvbackend_store_shards', 'state="ejected"')).toBe(1);
     expect(metricSum(text, 'kvbackend_store_ring_changes_total')).toBe(1);
     expect((await health(backend.metricsPort)).body.shards.find((s) => s.name === 'two')).toMatchObject({ state: 'ejected' });
-    expect(await status(backend.metricsPort, '/readyz')).toBe(200);
+    expect(await statusOf(backend.metricsPort, '/readyz')).toBe(200);
 
     // Back on its port (empty); readmitted after SHARD_RETRY_MS, the key is read from it again.
     await h.store({ port: downPort });

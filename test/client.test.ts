@@ -12,7 +12,7 @@ import {
 import { startFakeStore, type FakeAction, type FakeStore } from './helpers/fake-store.ts';
 import { freePort } from '../services/shared/free-port.ts';
 import { listen } from '../services/shared/listen.ts';
-import { waitUntil } from './helpers/wait-until.ts';
+import { nextTurn, waitUntil } from './helpers/wait-until.ts';
 import { numberedKeys } from './helpers/keys.ts';
 
 const cleanups: (() => unknown)[] = [];
@@ -136,7 +136,6 @@ async function chunkRecorder(): Promise<{ port: number; chunks: Map<Socket, stri
 }
 
 /** Resolves in the next turn of the event loop (after this turn's setImmediate callbacks). */
-const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('StoreConnection write batching', () => {
   it('sends the commands of one event-loop turn in one write, across ticks and microtasks', async () => {

@@ -6,19 +6,16 @@
 // Prometheus, Alertmanager and Grafana are left out (the compose-config checks cover the
 // scrape configuration). Skips, saying so, when no Docker engine is reachable;
 // REQUIRE_DOCKER=1 makes that a failure.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { DockerComposeEnvironment, Wait, type StartedDockerComposeEnvironment } from 'testcontainers';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ShardRing } from '../services/ring/shard-ring.ts';
 import { parseStoreList } from '../services/config/store-list.ts';
-import { composeFiles, describeDocker } from './helpers/docker-available.ts';
+import { composeFiles, describeDocker, docker, publishedPort } from './helpers/docker-available.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 import { numberedKeys } from './helpers/keys.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const docker = async (...args: string[]) => (await promisify(execFile)('docker', args)).stdout.trim();
 // As deploy/compose.shards.yml sets it (test/observability-config.test.ts checks the file says so).
 const ring = new ShardRing(parseStoreList('store-0=store:8765,store-1=store-1:8765,store-2=store-2:8765', 'KV_STORE'));
 
@@ -40,8 +37,7 @@ await describeDocker(
         .withWaitStrategy('backend-1', Wait.forHealthCheck())
         .withStartupTimeout(300_000)
         .up(['store', 'store-1', 'store-2', 'backend']);
-      const mapping = await docker('port', containerId('backend'), '8080/tcp');
-      backendPort = Number(/:(\d+)\s*$/m.exec(mapping.split('\n')[0]!)![1]);
+      backendPort = await publishedPort(containerId('backend'), 8080, 'backend');
     }, 900_000);
 
     afterAll(async () => {

@@ -3,19 +3,16 @@
 // process suite). Grafana is left out: the suite needs no dashboard server, only the
 // Prometheus its dashboards query. Skips, saying so, when no Docker engine is reachable;
 // REQUIRE_DOCKER=1 makes that a failure.
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { DockerComposeEnvironment, Wait, type StartedDockerComposeEnvironment } from 'testcontainers';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { probeUsage } from '../services/client/index.ts';
-import { composeFiles, describeDocker } from './helpers/docker-available.ts';
+import { composeFiles, describeDocker, docker, publishedPort } from './helpers/docker-available.ts';
 import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
 import { prometheusApi } from './helpers/prometheus-api.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const docker = async (...args: string[]) => (await promisify(execFile)('docker', args)).stdout.trim();
 
 await describeDocker(
   'end to end with the compose stack in containers',
@@ -24,12 +21,7 @@ await describeDocker(
     const containerId = (service: string) => environment!.getContainer(`${service}-1`).getId();
     // Host ports are chosen by Docker (published as port 0), so no other test can take
     // them first; a restarted container may get a new one, so it is looked up each time.
-    const hostPort = async (service: string, port: number): Promise<number> => {
-      const mapping = await docker('port', containerId(service), `${port}/tcp`);
-      const m = /:(\d+)\s*$/m.exec(mapping.split('\n')[0]!);
-      if (!m) throw new Error(`no host port for ${service}:${port} (docker port said ${JSON.stringify(mapping)})`);
-      return Number(m[1]);
-    };
+    const hostPort = (service: string, port: number): Promise<number> => publishedPort(containerId(service), port, service);
     const ports = { backend: 0, prometheus: 0, store: 0 };
     const refreshPorts = async () => {
       ports.backend = await hostPort('backend', 8080);

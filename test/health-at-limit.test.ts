@@ -4,7 +4,7 @@
 // connections counted by kind — never as down.
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { backendHarness, metricSum, scrape, send } from './helpers/backend-harness.ts';
+import { backendHarness, metricSum, scrape, send, statusOf } from './helpers/backend-harness.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const h = backendHarness();
@@ -34,10 +34,6 @@ async function fillConnections(port: number, max: number): Promise<Socket[]> {
   throw new Error(`the store accepted more than ${max} connections`);
 }
 
-async function status(port: number, path: string): Promise<number> {
-  return (await fetch(`http://127.0.0.1:${port}${path}`)).status;
-}
-
 describe('health at the connection limit', () => {
   it('a full store and a backend with a connected pool both report ready, and the backend keeps serving', async () => {
     const max = 6;
@@ -49,10 +45,10 @@ describe('health at the connection limit', () => {
     expect(held.length + 2).toBe(max); // the pool's two connections and the idle clients fill it
     expect(store.server.connectionCount).toBe(max);
 
-    expect(await status(store.metricsPort, '/readyz')).toBe(200);
+    expect(await statusOf(store.metricsPort, '/readyz')).toBe(200);
     const storeHealth = await fetch(`http://127.0.0.1:${store.metricsPort}/healthz`);
     expect(storeHealth.status).toBe(200);
-    expect(await status(backend.metricsPort, '/readyz')).toBe(200);
+    expect(await statusOf(backend.metricsPort, '/readyz')).toBe(200);
     const backendHealth = await fetch(`http://127.0.0.1:${backend.metricsPort}/healthz`);
     expect(backendHealth.status).toBe(200);
     expect(await backendHealth.json()).toMatchObject({ status: 'ok' });
@@ -79,7 +75,7 @@ describe('health at the connection limit', () => {
     await fillConnections(store.port, max);
     const backend = await h.backend(store.port, { storePoolSize: 2 }, { monitorIntervalMs: 20 });
 
-    expect(await status(backend.metricsPort, '/readyz')).toBe(503);
+    expect(await statusOf(backend.metricsPort, '/readyz')).toBe(503);
     const health = await fetch(`http://127.0.0.1:${backend.metricsPort}/healthz`);
     expect(health.status).toBe(503);
     expect(((await health.json()) as { error: string }).error).toMatch(/max connections reached/);

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { INVALID_KEY, OK, ParsedCommand, parseCommand, WRONG_NUMBER_OF_ARGUMENTS } from '../services/protocol/command-parser.ts';
 import { isValidKeyBytes, plainKeyEnd } from '../services/protocol/key-rules.ts';
 import { MAX_KEY_BYTES } from '../services/protocol/limits.ts';
+import { viewOf } from '../services/shared/byte-views.ts';
 
 /** The first byte of buf[start, end) outside 0x21–0x7E, or end: plainKeyEnd's contract, a byte at a time. */
 function plainEndByBytes(buf: Uint8Array, start: number, end: number): number {
@@ -13,8 +14,6 @@ function plainEndByBytes(buf: Uint8Array, start: number, end: number): number {
   while (i < end && buf[i]! >= 0x21 && buf[i]! <= 0x7e) i++;
   return i;
 }
-
-const viewOf = (buf: Buffer): DataView => new DataView(buf.buffer, buf.byteOffset, buf.length);
 
 describe('plainKeyEnd', () => {
   it('stops at every byte outside 0x21-0x7E, at every position of a word, at every alignment', () => {

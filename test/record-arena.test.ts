@@ -6,8 +6,7 @@ import { KvEngine } from '../services/store/kv-engine.ts';
 import { arenaEmptyBytes, arenaPageTarget, arenaSlackBytes, LARGE_RECORD_BYTES, MIN_PAGE_TARGET, RecordArena } from '../services/store/record-arena.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
-
-const viewOf = (b: Buffer): DataView => new DataView(b.buffer, b.byteOffset, b.length);
+import { viewOf } from '../services/shared/byte-views.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { b64 } from './helpers/base64.ts';
 

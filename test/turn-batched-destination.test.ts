@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../services/shared/logger.ts';
 import { TurnBatchedDestination } from '../services/shared/turn-batched-destination.ts';
+import { nextTurn } from './helpers/wait-until.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -29,7 +30,6 @@ function recordingTarget(): { target: ReturnType<typeof pino.destination>; file:
   return { target, file, writes };
 }
 
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('TurnBatchedDestination', () => {
   it("hands over a turn's lines as one write, in order, once the turn is over", async () => {

@@ -68,6 +68,11 @@ export function storeList(store: number | readonly number[] | string): readonly 
   return parseStoreList(raw, 'KV_STORE');
 }
 
+/** The status of a GET of `path` on a local port (an admin port's /readyz, say). */
+export async function statusOf(port: number, path: string): Promise<number> {
+  return (await fetch(`http://127.0.0.1:${port}${path}`)).status;
+}
+
 export async function scrape(port: number): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${port}/metrics`);
   return res.text();

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { describe, it } from 'vitest';
 
 export interface DockerStatus {
@@ -88,4 +89,20 @@ export function composeFiles(env: NodeJS.ProcessEnv = process.env): string[] {
     .map((f) => f.trim())
     .filter((f) => f !== '');
   return ['docker-compose.yml', ...extra];
+}
+
+/** Runs `docker ...args` and resolves with its stdout, trimmed. */
+export async function docker(...args: string[]): Promise<string> {
+  return (await promisify(execFile)('docker', args)).stdout.trim();
+}
+
+/**
+ * The host port Docker published for a container's `port`/tcp. Looked up each time it is
+ * needed: a restarted container may get a new one. `name` says which container in errors.
+ */
+export async function publishedPort(containerId: string, port: number, name = containerId): Promise<number> {
+  const mapping = await docker('port', containerId, `${port}/tcp`);
+  const m = /:(\d+)\s*$/m.exec(mapping.split('\n')[0]!);
+  if (!m) throw new Error(`no host port for ${name}:${port} (docker port said ${JSON.stringify(mapping)})`);
+  return Number(m[1]);
 }

@@ -23,3 +23,6 @@ export async function waitUntil<T>(
   }
   throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
+
+/** Resolves at the end of this turn of the event loop (setImmediate's check phase), when turn batches are handed over. */
+export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
