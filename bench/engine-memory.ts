@@ -23,7 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { numberOption, parseOptions } from './harness/options.ts';
-import { KvEngine } from '../services/store/kv-engine.ts';
+import { KvEngine } from '../services/store/engine/kv-engine.ts';
 
 const args = parseOptions('Usage: node --expose-gc bench/engine-memory.ts [--keys N] [--value-bytes B] [--variant engine|map-of-buffers] [--churn] [--json]', {
   keys: { type: 'string' },

@@ -21,6 +21,7 @@
 // Prints each build's ns per command (wall time of its slices: CPU time here is counted
 // in ticks of several ms, too coarse for a slice), the ratio of the totals, and the
 // median and quartiles of the slices' ratios.
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { numberOption, parseOptions } from './harness/options.ts';
@@ -47,7 +48,9 @@ const chunksPerSlice = Math.ceil(count('slice-commands', 32_000) / shape.depth);
 /** A build's store, loaded from its checkout's own modules, with `keys` keys stored. */
 async function storeOf(root: string): Promise<StandInSocket> {
   const load = (path: string) => import(pathToFileURL(resolve(root, path)).href);
-  const { KvEngine } = await load('services/store/kv-engine.ts');
+  // A checkout from before the store's rooms (engine/, network/) has its modules at the store's root.
+  const loadFirst = (...paths: string[]) => load(paths.find((p) => existsSync(resolve(root, p))) ?? paths[0]!);
+  const { KvEngine } = await loadFirst('services/store/engine/kv-engine.ts', 'services/store/kv-engine.ts');
   const { createStoreMetrics } = await load('services/store/store-metrics.ts');
   const { StoreServer } = await load('services/store/store-server.ts');
   const { createLogger } = await load('services/shared/logger.ts');

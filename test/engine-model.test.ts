@@ -8,11 +8,11 @@
 // latest value written, USAGE never passes the cap, and a noeviction refusal changes nothing.
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
-import { BUCKET_MS } from '../services/store/expiry-index.ts';
-import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../services/store/kv-engine.ts';
+import { BUCKET_MS } from '../services/store/engine/expiry-index.ts';
+import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../services/store/engine/kv-engine.ts';
 import { newEngine } from './helpers/new-engine.ts';
 import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
-import { LARGE_RECORD_BYTES } from '../services/store/record-arena.ts';
+import { LARGE_RECORD_BYTES } from '../services/store/engine/record-arena.ts';
 import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
 import { b64 } from './helpers/base64.ts';
 

@@ -2,7 +2,7 @@ import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { setImmediate as turn } from 'node:timers/promises';
 import { getHeapStatistics } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { BALLAST_STEP_BYTES, GcBallast, MAX_BALLAST_BYTES } from '../services/store/gc-ballast.ts';
+import { BALLAST_STEP_BYTES, GcBallast, MAX_BALLAST_BYTES } from '../services/store/engine/gc-ballast.ts';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

@@ -5,7 +5,7 @@
 // that an idle store never ran, and malloc kept the holes). Bounded by a command count.
 import { describe, expect, it } from 'vitest';
 import { formatChurnReport, runMemoryChurn } from '../bench/memory-churn.ts';
-import { arenaEmptyBytes, arenaPageTarget } from '../services/store/record-arena.ts';
+import { arenaEmptyBytes, arenaPageTarget } from '../services/store/engine/record-arena.ts';
 
 const MiB = 1024 * 1024;
 /** docs/limits-and-capacity.md#sizing-memory: RSS within 1.5 × MAX_MEMORY_BYTES + this. */

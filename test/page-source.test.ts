@@ -1,10 +1,10 @@
-// The record arena's page sources (services/store/page-source.ts): pages from a thread of
+// The record arena's page sources (services/store/engine/page-source.ts): pages from a thread of
 // their own arrive whole, zeroed, usable and detachable on this thread; a source whose
 // thread is gone falls back to this thread's pages instead of waiting or failing.
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/page-source.ts';
-import { RecordArena } from '../services/store/record-arena.ts';
+import { THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/engine/page-source.ts';
+import { RecordArena } from '../services/store/engine/record-arena.ts';
 import { createStoreMetrics, type EngineStats } from '../services/store/store-metrics.ts';
 import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 

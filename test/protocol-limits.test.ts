@@ -16,7 +16,7 @@ import { isValidKey } from '../services/protocol/key-rules.ts';
 import { LINE_ROOM_BYTES, lineBound, MAX_KEY_BYTES, MAX_TTL_DIGITS, MAX_TTL_SECONDS } from '../services/protocol/limits.ts';
 import { commonSettings } from '../services/config/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
-import * as kvEngine from '../services/store/kv-engine.ts';
+import * as kvEngine from '../services/store/engine/kv-engine.ts';
 import { RecordingCommands, refusal } from './helpers/recording-commands.ts';
 
 const TOO_LONG = MAX_TTL_SECONDS + 1;

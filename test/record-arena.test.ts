@@ -2,8 +2,8 @@
 // once (no garbage collection), its footprint is accounted exactly, and the engine keeps
 // that footprint under its limit by evicting (lru) or refusing (noeviction).
 import { afterEach, describe, expect, it } from 'vitest';
-import { KvEngine } from '../services/store/kv-engine.ts';
-import { arenaEmptyBytes, arenaPageTarget, arenaSlackBytes, LARGE_RECORD_BYTES, MIN_PAGE_TARGET, RecordArena } from '../services/store/record-arena.ts';
+import { KvEngine } from '../services/store/engine/kv-engine.ts';
+import { arenaEmptyBytes, arenaPageTarget, arenaSlackBytes, LARGE_RECORD_BYTES, MIN_PAGE_TARGET, RecordArena } from '../services/store/engine/record-arena.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 import { viewOf } from '../services/shared/byte-views.ts';

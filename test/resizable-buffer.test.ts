@@ -1,7 +1,7 @@
-// The engine's resizable buffers (services/store/resizable-buffer.ts): one reused options
+// The engine's resizable buffers (services/store/engine/resizable-buffer.ts): one reused options
 // object for `new ArrayBuffer`, so its field's kind never changes under V8's optimised code.
 import { describe, expect, it } from 'vitest';
-import { resizableBuffer } from '../services/store/resizable-buffer.ts';
+import { resizableBuffer } from '../services/store/engine/resizable-buffer.ts';
 
 describe('resizableBuffer', () => {
   it('makes a buffer of the size asked that can be resized up to its bound, small or past 2 GiB', () => {

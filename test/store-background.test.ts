@@ -3,9 +3,9 @@
 // way is finished by the timer on an idle store. Engine clocks are fake: counts and states
 // are asserted, never durations.
 import { afterEach, describe, expect, it } from 'vitest';
-import { BackgroundWork } from '../services/store/background-work.ts';
-import { BUCKET_MS } from '../services/store/expiry-index.ts';
-import { KvEngine, SWEEP_ENTRIES_PER_MS } from '../services/store/kv-engine.ts';
+import { BackgroundWork } from '../services/store/engine/background-work.ts';
+import { BUCKET_MS } from '../services/store/engine/expiry-index.ts';
+import { KvEngine, SWEEP_ENTRIES_PER_MS } from '../services/store/engine/kv-engine.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { waitUntil } from './helpers/wait-until.ts';

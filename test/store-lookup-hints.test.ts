@@ -6,10 +6,10 @@
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { CommandRunner } from '../services/store/command-runner.ts';
-import { KvEngine } from '../services/store/kv-engine.ts';
-import { PrefetchedKeys } from '../services/store/prefetched-keys.ts';
+import { KvEngine } from '../services/store/engine/kv-engine.ts';
+import { PrefetchedKeys } from '../services/store/engine/prefetched-keys.ts';
 import { ReplyBuffer, ReplyBufferPool } from '../services/store/reply-buffer.ts';
-import { PREFETCH_BATCH, type ValueRange } from '../services/store/store-engine.ts';
+import { PREFETCH_BATCH, type ValueRange } from '../services/store/engine/engine-api.ts';
 import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { createStoreMetrics } from '../services/store/store-metrics.ts';
 import { Registry } from 'prom-client';

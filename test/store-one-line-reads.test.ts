@@ -4,9 +4,9 @@
 // reads of different connections must reach the engine's prefetch as one batch and each
 // still get its own reply.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KvEngine } from '../services/store/kv-engine.ts';
+import { KvEngine } from '../services/store/engine/kv-engine.ts';
 import { OneLineReads } from '../services/store/one-line-reads.ts';
-import { PREFETCH_BATCH, type StoreEngine } from '../services/store/store-engine.ts';
+import { PREFETCH_BATCH, type StoreEngine } from '../services/store/engine/engine-api.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { b64 } from './helpers/base64.ts';

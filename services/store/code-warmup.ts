@@ -4,10 +4,10 @@ import { performance } from 'node:perf_hooks';
 import { pipelineLines } from '../client/line-pipeline.ts';
 import type { EvictionPolicy } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
-import { KvEngine } from './kv-engine.ts';
+import { KvEngine } from './engine/kv-engine.ts';
 import { StoreMetrics } from './store-metrics.ts';
 import type { SocketIo } from './native-io.ts';
-import type { PageSource } from './page-source.ts';
+import type { PageSource } from './engine/page-source.ts';
 import { StoreServer } from './store-server.ts';
 
 /**

@@ -7,9 +7,9 @@ import {
 import { scanKeys, type ScanEnough } from '../protocol/key-scan.ts';
 import { LineEnds } from '../protocol/line-framer.ts';
 import { OneLineReads } from './one-line-reads.ts';
-import { PrefetchedKeys } from './prefetched-keys.ts';
+import { PrefetchedKeys } from './engine/prefetched-keys.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
-import { PREFETCH_BATCH, ValueRange, type StoreEngine } from './store-engine.ts';
+import { PREFETCH_BATCH, ValueRange, type StoreEngine } from './engine/engine-api.ts';
 import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
 
 export interface CommandRunnerOptions {

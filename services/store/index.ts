@@ -2,5 +2,5 @@
 export { startStoreService, type StoreDeps, type StoreService } from './store-service.ts';
 export { StoreServer, type StoreServerOptions, type ConnectionFlow } from './store-server.ts';
 export { createStoreMetrics, StoreMetrics, DURATION_BUCKETS, PROTOCOL_ERROR_REASONS, type EngineStats } from './store-metrics.ts';
-export { KvEngine } from './kv-engine.ts';
-export { ValueRange, type StoreEngine, type SetOutcome } from './store-engine.ts';
+export { KvEngine } from './engine/kv-engine.ts';
+export { ValueRange, type StoreEngine, type SetOutcome } from './engine/engine-api.ts';

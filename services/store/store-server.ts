@@ -8,7 +8,7 @@ import { StreamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer, type ReadReceiver } from './shared-read-buffer.ts';
-import type { StoreEngine } from './store-engine.ts';
+import type { StoreEngine } from './engine/engine-api.ts';
 import { TURN_BUDGET, type StoreMetrics } from './store-metrics.ts';
 import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';

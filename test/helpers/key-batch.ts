@@ -1,6 +1,6 @@
 import { bytesOf } from '../../services/shared/byte-views.ts';
-import type { KvEngine } from '../../services/store/kv-engine.ts';
-import { ValueRange } from '../../services/store/store-engine.ts';
+import type { KvEngine } from '../../services/store/engine/kv-engine.ts';
+import { ValueRange } from '../../services/store/engine/engine-api.ts';
 
 /** The keys side by side in one buffer, a space apart, as a read of pipelined commands holds them: key i is buf[starts[i], ends[i]). */
 export function keyBatch(keys: string[]): { buf: Buffer; starts: Int32Array; ends: Int32Array } {

@@ -1,4 +1,4 @@
-import { KvEngine, type KvEngineOptions } from '../../services/store/kv-engine.ts';
+import { KvEngine, type KvEngineOptions } from '../../services/store/engine/kv-engine.ts';
 
 /**
  * An engine for suites that make thousands of them (model-based properties). A dead

@@ -1,15 +1,15 @@
 import { randomInt } from 'node:crypto';
 // The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
 import { performance } from 'node:perf_hooks';
-import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../protocol/limits.ts';
-import { murmur3_32View } from '../ring/murmur3.ts';
-import { bytesOf, viewOf } from '../shared/byte-views.ts';
+import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../../protocol/limits.ts';
+import { murmur3_32View } from '../../ring/murmur3.ts';
+import { bytesOf, viewOf } from '../../shared/byte-views.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
 import type { PageSource } from './page-source.ts';
 import { arenaPageTarget, arenaSlackBytes, RecordArena } from './record-arena.ts';
 import { resizableBuffer } from './resizable-buffer.ts';
-import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from './store-engine.ts';
+import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from './engine-api.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
 // and nothing per key on the JavaScript heap.
@@ -105,7 +105,7 @@ export interface TableState {
   readonly movedBuckets: number;
 }
 
-export type { SetOutcome } from './store-engine.ts';
+export type { SetOutcome } from './engine-api.ts';
 
 /**
  * One key's record for a snapshot: key bytes src[ks, ke), value bytes src[vs, ve) (valid

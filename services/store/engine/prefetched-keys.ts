@@ -1,4 +1,4 @@
-import { PREFETCH_BATCH, type StoreEngine } from './store-engine.ts';
+import { PREFETCH_BATCH, type StoreEngine } from './engine-api.ts';
 
 /**
  * The keys of one batch the engine prefetched, in the order their lines run, with what the

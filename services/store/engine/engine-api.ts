@@ -1,4 +1,4 @@
-import type { EngineStats } from './store-metrics.ts';
+import type { EngineStats } from '../store-metrics.ts';
 
 /**
  * Where a value's bytes are in the page StoreEngine.getAt returns: page[start, end). Valid
