@@ -52,7 +52,7 @@ async function storeOf(root: string): Promise<StandInSocket> {
   const loadFirst = (...paths: string[]) => load(paths.find((p) => existsSync(resolve(root, p))) ?? paths[0]!);
   const { KvEngine } = await loadFirst('services/store/engine/kv-engine.ts', 'services/store/kv-engine.ts');
   const { createStoreMetrics } = await load('services/store/store-metrics.ts');
-  const { StoreServer } = await load('services/store/store-server.ts');
+  const { StoreServer } = await loadFirst('services/store/network/tcp-server.ts', 'services/store/store-server.ts');
   const { createLogger } = await load('services/shared/logger.ts');
   const { lineBound } = await load('services/protocol/limits.ts');
   const { Registry } = await load('node_modules/prom-client/index.js');

@@ -14,11 +14,11 @@ import { Counter, Histogram, Registry } from 'prom-client';
 import { COMMAND_NAMES } from '../services/protocol/command-parser.ts';
 import { lineBound } from '../services/protocol/limits.ts';
 import { createLogger } from '../services/shared/logger.ts';
-import { COMMANDS_PER_TURN } from '../services/store/client-connection.ts';
+import { COMMANDS_PER_TURN } from '../services/store/network/served-connection.ts';
 import { KvEngine } from '../services/store/engine/kv-engine.ts';
 import type { ValueRange } from '../services/store/engine/engine-api.ts';
 import { createStoreMetrics, DURATION_BUCKETS } from '../services/store/store-metrics.ts';
-import { StoreServer } from '../services/store/store-server.ts';
+import { StoreServer } from '../services/store/network/tcp-server.ts';
 import { numberOption, parseOptions } from './harness/options.ts';
 import { benchServerOptions, buildChunks, connectStandIn, keyOf } from './stand-in-connection.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HeldInputPool } from '../services/store/held-input-pool.ts';
+import { HeldInputPool } from '../services/store/network/held-input-pool.ts';
 
 describe('HeldInputPool', () => {
   it('lends 64 KiB buffers for the rest of a read and lends a given-back one again', () => {

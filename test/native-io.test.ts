@@ -1,11 +1,11 @@
-// The store's client-socket I/O in C (services/store/native/socket-io.c, native-io.ts):
+// The store's client-socket I/O in C (services/store/network/native/socket-io.c, native-io.ts):
 // built by `npm ci` where a C compiler and Node's headers are present, which CI has. The
 // store suites run both with it (the default) and through Node (vitest.config.ts); here,
 // what is particular to it.
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { chooseSocketIo, loadSocketIo, socketFd, SocketFdCache } from '../services/store/native-io.ts';
+import { chooseSocketIo, loadSocketIo, socketFd, SocketFdCache } from '../services/store/network/native-io.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';

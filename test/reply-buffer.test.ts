@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadSocketIo } from '../services/store/native-io.ts';
-import { ReplyBuffer, ReplyBufferPool } from '../services/store/reply-buffer.ts';
+import { loadSocketIo } from '../services/store/network/native-io.ts';
+import { ReplyBuffer, ReplyBufferPool } from '../services/store/network/reply-buffer.ts';
 
 // Replies go to write(2) through fs.writeSync, or through the native add-on where it is
 // built (native-io.test.ts fails in CI when it is not); the same rules hold for both.

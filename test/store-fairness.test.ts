@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
-import { CLOCK_CHECK_LINES, COMMANDS_PER_TURN, REPLY_BOUND_BYTES } from '../services/store/client-connection.ts';
+import { CLOCK_CHECK_LINES, COMMANDS_PER_TURN, REPLY_BOUND_BYTES } from '../services/store/network/served-connection.ts';
 import { COMMAND_BUDGET, REPLY_BOUND, RESULT_OK, TIME_SLICE, TURN_BUDGET } from '../services/store/store-metrics.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GET } from '../services/protocol/command-parser.ts';
 import { RESULT_OK } from '../services/store/store-metrics.ts';
-import { REPLY_BOUND_BYTES } from '../services/store/client-connection.ts';
-import { sweepPeriodMs } from '../services/store/store-server.ts';
+import { REPLY_BOUND_BYTES } from '../services/store/network/served-connection.ts';
+import { sweepPeriodMs } from '../services/store/network/tcp-server.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient, nonReader } from './helpers/line-client.ts';
 import { startTestStore } from './helpers/store-harness.ts';

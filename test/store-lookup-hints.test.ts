@@ -5,10 +5,10 @@
 // buffer) must cost a lookup and never change an answer.
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { CommandRunner } from '../services/store/command-runner.ts';
+import { CommandRunner } from '../services/store/network/command-runner.ts';
 import { KvEngine } from '../services/store/engine/kv-engine.ts';
 import { PrefetchedKeys } from '../services/store/engine/prefetched-keys.ts';
-import { ReplyBuffer, ReplyBufferPool } from '../services/store/reply-buffer.ts';
+import { ReplyBuffer, ReplyBufferPool } from '../services/store/network/reply-buffer.ts';
 import { PREFETCH_BATCH, type ValueRange } from '../services/store/engine/engine-api.ts';
 import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { createStoreMetrics } from '../services/store/store-metrics.ts';

@@ -5,7 +5,7 @@
 // still get its own reply.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { KvEngine } from '../services/store/engine/kv-engine.ts';
-import { OneLineReads } from '../services/store/one-line-reads.ts';
+import { OneLineReads } from '../services/store/network/one-line-reads.ts';
 import { PREFETCH_BATCH, type StoreEngine } from '../services/store/engine/engine-api.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';

@@ -3,8 +3,8 @@
 // pipelining distinct values at once, past the per-turn budget, would see one another's
 // bytes otherwise.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { COMMANDS_PER_TURN } from '../services/store/client-connection.ts';
-import { SharedReadBuffer } from '../services/store/shared-read-buffer.ts';
+import { COMMANDS_PER_TURN } from '../services/store/network/served-connection.ts';
+import { SharedReadBuffer } from '../services/store/network/shared-read-buffer.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { b64 } from './helpers/base64.ts';

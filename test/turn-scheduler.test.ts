@@ -1,7 +1,7 @@
 // The store's turn scheduler with stand-in connections: what a turn end runs, in what
 // order, and how the turn's time for pipelined work puts connections in line.
 import { describe, expect, it } from 'vitest';
-import { TurnScheduler, type TurnWork } from '../services/store/turn-scheduler.ts';
+import { TurnScheduler, type TurnWork } from '../services/store/network/turn-scheduler.ts';
 
 const turnEnd = () => new Promise<void>((resolve) => setImmediate(resolve));
 

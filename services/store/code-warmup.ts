@@ -6,9 +6,9 @@ import type { EvictionPolicy } from '../config/config.ts';
 import type { Logger } from '../shared/logger.ts';
 import { KvEngine } from './engine/kv-engine.ts';
 import { StoreMetrics } from './store-metrics.ts';
-import type { SocketIo } from './native-io.ts';
+import type { SocketIo } from './network/native-io.ts';
 import type { PageSource } from './engine/page-source.ts';
-import { StoreServer } from './store-server.ts';
+import { StoreServer } from './network/tcp-server.ts';
 
 /**
  * Runs the store's command path once before the store exists, so its first clients do

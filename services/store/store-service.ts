@@ -20,8 +20,8 @@ import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } f
 import { mallocMmapThreshold } from './malloc-tuning.ts';
 import { THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
-import { StoreServer } from './store-server.ts';
-import { chooseSocketIo } from './native-io.ts';
+import { StoreServer } from './network/tcp-server.ts';
+import { chooseSocketIo } from './network/native-io.ts';
 import { STORE_READY } from '../shared/ready-line.ts';
 
 export interface StoreDeps {

@@ -1,19 +1,19 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { MAX_CONNECTIONS_REPLY, statsReply } from '../protocol/replies.ts';
-import { listen } from '../shared/listen.ts';
-import type { Logger } from '../shared/logger.ts';
-import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './client-connection.ts';
+import { MAX_CONNECTIONS_REPLY, statsReply } from '../../protocol/replies.ts';
+import { listen } from '../../shared/listen.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
 import { NativeClientReads, type SocketIo } from './native-io.ts';
 import { StreamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
 import { SharedReadBuffer, type ReadReceiver } from './shared-read-buffer.ts';
-import type { StoreEngine } from './engine/engine-api.ts';
-import { TURN_BUDGET, type StoreMetrics } from './store-metrics.ts';
+import type { StoreEngine } from '../engine/engine-api.ts';
+import { TURN_BUDGET, type StoreMetrics } from '../store-metrics.ts';
 import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 
-export type { ConnectionFlow } from './client-connection.ts';
+export type { ConnectionFlow } from './served-connection.ts';
 
 export interface StoreServerOptions {
   readonly engine: StoreEngine;

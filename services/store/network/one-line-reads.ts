@@ -1,5 +1,5 @@
-import { PrefetchedKeys } from './engine/prefetched-keys.ts';
-import { PREFETCH_BATCH, type StoreEngine } from './engine/engine-api.ts';
+import { PrefetchedKeys } from '../engine/prefetched-keys.ts';
+import { PREFETCH_BATCH, type StoreEngine } from '../engine/engine-api.ts';
 
 /** Room for one turn's held reads: ~500 reads of a SET with a 100-byte value. */
 const INPUT_BYTES = 64 * 1024;

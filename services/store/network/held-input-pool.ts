@@ -1,4 +1,4 @@
-import type { HeldCopies } from '../protocol/line-framer.ts';
+import type { HeldCopies } from '../../protocol/line-framer.ts';
 
 /** A read's most (the poller's and Node's read size): one copy holds what is left of any read. */
 const COPY_BYTES = 64 * 1024;

@@ -2,13 +2,13 @@ import type { Socket } from 'node:net';
 // The module's binding, not the global: `globalThis.performance` is a getter that V8 looks
 // up on every call (1-2% of a command at pipeline depth 16).
 import { performance } from 'node:perf_hooks';
-import { LineFramer, type HeldCopies } from '../protocol/line-framer.ts';
-import { LINE_TOO_LONG_REPLY } from '../protocol/replies.ts';
-import type { Logger } from '../shared/logger.ts';
+import { LineFramer, type HeldCopies } from '../../protocol/line-framer.ts';
+import { LINE_TOO_LONG_REPLY } from '../../protocol/replies.ts';
+import type { Logger } from '../../shared/logger.ts';
 import type { CommandRunner } from './command-runner.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
-import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from './store-metrics.ts';
+import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from '../store-metrics.ts';
 import type { TurnScheduler, TurnWork } from './turn-scheduler.ts';
 
 /**

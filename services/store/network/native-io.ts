@@ -3,13 +3,13 @@ import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
-import type { NativeIoMode } from '../config/config.ts';
-import type { Logger } from '../shared/logger.ts';
+import type { NativeIoMode } from '../../config/config.ts';
+import type { Logger } from '../../shared/logger.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import type { ReadReceiver } from './shared-read-buffer.ts';
 
 /**
- * The store's client-socket I/O in C (services/store/native/socket-io.c), when it was
+ * The store's client-socket I/O in C (services/store/network/native/socket-io.c), when it was
  * built (`npm ci` runs native/build-native.ts) and STORE_NATIVE_IO allows it: the reads
  * of every ready client in one event-loop wake-up and one callback scope, and write(2)
  * without Node's file-system binding. What it does and why: the C file's header.

@@ -1,16 +1,16 @@
 // The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
 import { performance } from 'node:perf_hooks';
-import { DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand } from '../protocol/command-parser.ts';
+import { DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand } from '../../protocol/command-parser.ts';
 import {
   BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
-} from '../protocol/replies.ts';
-import { scanKeys, type ScanEnough } from '../protocol/key-scan.ts';
-import { LineEnds } from '../protocol/line-framer.ts';
+} from '../../protocol/replies.ts';
+import { scanKeys, type ScanEnough } from '../../protocol/key-scan.ts';
+import { LineEnds } from '../../protocol/line-framer.ts';
 import { OneLineReads } from './one-line-reads.ts';
-import { PrefetchedKeys } from './engine/prefetched-keys.ts';
+import { PrefetchedKeys } from '../engine/prefetched-keys.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
-import { PREFETCH_BATCH, ValueRange, type StoreEngine } from './engine/engine-api.ts';
-import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from './store-metrics.ts';
+import { PREFETCH_BATCH, ValueRange, type StoreEngine } from '../engine/engine-api.ts';
+import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from '../store-metrics.ts';
 
 export interface CommandRunnerOptions {
   readonly engine: StoreEngine;

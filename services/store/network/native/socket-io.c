@@ -7,7 +7,7 @@
 // event loop wakes once for every ready client, the reads of the turn are made in one C
 // loop and handed to JavaScript under one callback scope (ticks and microtasks run once,
 // after the last), and a write is a plain write(2). Parsing, flow control and every
-// decision stay in JavaScript (services/store/native-io.ts, client-connection.ts).
+// decision stay in JavaScript (services/store/network/native-io.ts, served-connection.ts).
 //
 // Built by `npm ci` (build-native.ts) when a C compiler and Node's headers are present;
 // without it the store reads and writes through Node as before (STORE_NATIVE_IO).

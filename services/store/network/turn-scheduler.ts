@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { TurnEnd } from '../shared/turn-batcher.ts';
+import { TurnEnd } from '../../shared/turn-batcher.ts';
 
 /**
  * The time (ms) a turn of the event loop gives pipelined work. Reads of many lines do not
