@@ -13,7 +13,7 @@ import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../service
 import { newEngine } from './helpers/new-engine.ts';
 import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/engine/record-arena.ts';
-import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, TRAILER_BYTES } from '../services/store/snapshots/snapshot-format.ts';
 import { b64 } from './helpers/base64.ts';
 
 type Op =

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ChunkPool, HEADER_BYTES, RECORD_HEAD_BYTES, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshot-format.ts';
+import { ChunkPool, HEADER_BYTES, RECORD_HEAD_BYTES, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from '../services/store/snapshots/snapshot-format.ts';
 
 interface Entry {
   key: Buffer;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KvEngine } from '../services/store/engine/kv-engine.ts';
-import { ChunkPool, SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
+import { ChunkPool, SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshots/snapshot-format.ts';
 import { numberedKeys } from './helpers/keys.ts';
 import { b64 } from './helpers/base64.ts';
 

@@ -2,8 +2,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { nodeFileSystem, type SnapshotFileSystem } from '../services/store/snapshot-file.ts';
-import { SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshot-format.ts';
+import { nodeFileSystem, type SnapshotFileSystem } from '../services/store/snapshots/snapshot-file.ts';
+import { SnapshotDecoder, SnapshotEncoder } from '../services/store/snapshots/snapshot-format.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';

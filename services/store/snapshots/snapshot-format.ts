@@ -1,6 +1,6 @@
 import { crc32 } from 'node:zlib';
-import { MAX_KEY_BYTES } from '../protocol/limits.ts';
-import { copyBytes } from './engine/copy-bytes.ts';
+import { MAX_KEY_BYTES } from '../../protocol/limits.ts';
+import { copyBytes } from '../engine/copy-bytes.ts';
 
 // The snapshot file format (version 1), all integers little-endian:
 //

@@ -1,7 +1,7 @@
-import { isValidKeyBytes } from '../protocol/key-rules.ts';
-import type { Logger } from '../shared/logger.ts';
+import { isValidKeyBytes } from '../../protocol/key-rules.ts';
+import type { Logger } from '../../shared/logger.ts';
 import { setImmediate } from 'node:timers/promises';
-import type { KvEngine, SnapshotWalk } from './engine/kv-engine.ts';
+import type { KvEngine, SnapshotWalk } from '../engine/kv-engine.ts';
 import { ChunkPool, sizeHintOf, SnapshotDecoder, SnapshotEncoder, SnapshotFormatError, TRAILER_BYTES } from './snapshot-format.ts';
 import { nodeFileSystem, readSnapshotFile, setAside, SnapshotFileWriter, type SnapshotFileSystem } from './snapshot-file.ts';
 import type { SnapshotMetrics } from './snapshot-metrics.ts';
