@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES, tunablesWithThreshold } from '../services/store/malloc-tuning.ts';
+import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES, tunablesWithThreshold } from '../services/store/runtime/malloc-tuning.ts';
 
 const onGlibc = process.platform === 'linux' && typeof (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime === 'string';
 

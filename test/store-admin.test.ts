@@ -6,10 +6,10 @@ import { parseExposition, sampleValue, type Exposition } from '../bench/harness/
 import { LineClient } from './helpers/line-client.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
-import { BACKGROUND_NICE } from '../services/store/background-thread-priority.ts';
+import { BACKGROUND_NICE } from '../services/store/runtime/background-thread-priority.ts';
 import { BALLAST_STEP_BYTES } from '../services/store/engine/gc-ballast.ts';
 import { FOOTPRINT_FACTOR } from '../services/store/engine/kv-engine.ts';
-import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/malloc-tuning.ts';
+import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/runtime/malloc-tuning.ts';
 import { PAGE_THREAD_NAME } from '../services/store/engine/page-source.ts';
 
 afterEach(destroyAll);

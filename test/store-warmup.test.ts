@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { lineBound } from '../services/protocol/limits.ts';
 import { createLogger } from '../services/shared/logger.ts';
-import { ONE_AT_A_TIME_KEYS, warmupCommands, warmUpCommandPath, type WarmupOptions } from '../services/store/code-warmup.ts';
+import { ONE_AT_A_TIME_KEYS, warmupCommands, warmUpCommandPath, type WarmupOptions } from '../services/store/runtime/code-warmup.ts';
 import { THIS_THREAD_PAGES, type PageSource } from '../services/store/engine/page-source.ts';
 import { OneLineReads } from '../services/store/network/one-line-reads.ts';
 import { destroyAll } from './helpers/cleanup.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { flagGiven } from '../services/store/v8-flag-defaults.ts';
+import { flagGiven } from '../services/store/runtime/v8-flag-defaults.ts';
 
 describe('the store\'s V8 flag defaults yield to the command line', () => {
   it('finds the flag with a value, in either spelling', () => {

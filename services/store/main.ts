@@ -1,10 +1,10 @@
 // First: the process may replace itself with a fixed malloc threshold (malloc-tuning.ts).
-import './with-malloc-threshold.ts';
+import './runtime/with-malloc-threshold.ts';
 import { loadStoreConfig } from '../config/config.ts';
 import { runService } from '../shared/run-service.ts';
-import { lowerV8WorkerPriority } from './background-thread-priority.ts';
+import { lowerV8WorkerPriority } from './runtime/background-thread-priority.ts';
 import { startStoreService } from './store-service.ts';
-import { defaultV8Flag } from './v8-flag-defaults.ts';
+import { defaultV8Flag } from './runtime/v8-flag-defaults.ts';
 
 /** The store's V8 defaults this process set (those its command line did not give), for the ready line. */
 const v8FlagDefaults: string[] = [];

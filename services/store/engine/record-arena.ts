@@ -47,7 +47,7 @@
 
 import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
 import { GcBallast } from './gc-ballast.ts';
-import { MMAP_THRESHOLD_BYTES } from '../malloc-tuning.ts';
+import { MMAP_THRESHOLD_BYTES } from '../runtime/malloc-tuning.ts';
 import { THIS_THREAD_PAGES, type PageSource } from './page-source.ts';
 import { resizableBuffer } from './resizable-buffer.ts';
 

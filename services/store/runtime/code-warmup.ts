@@ -1,14 +1,14 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { pipelineLines } from '../client/line-pipeline.ts';
-import type { EvictionPolicy } from '../config/config.ts';
-import type { Logger } from '../shared/logger.ts';
-import { KvEngine } from './engine/kv-engine.ts';
-import { StoreMetrics } from './store-metrics.ts';
-import type { SocketIo } from './network/native-io.ts';
-import type { PageSource } from './engine/page-source.ts';
-import { StoreServer } from './network/tcp-server.ts';
+import { pipelineLines } from '../../client/line-pipeline.ts';
+import type { EvictionPolicy } from '../../config/config.ts';
+import type { Logger } from '../../shared/logger.ts';
+import { KvEngine } from '../engine/kv-engine.ts';
+import { StoreMetrics } from '../store-metrics.ts';
+import type { SocketIo } from '../network/native-io.ts';
+import type { PageSource } from '../engine/page-source.ts';
+import { StoreServer } from '../network/tcp-server.ts';
 
 /**
  * Runs the store's command path once before the store exists, so its first clients do
