@@ -5,7 +5,8 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/engine/page-source.ts';
 import { RecordArena } from '../services/store/engine/record-arena.ts';
-import { createStoreMetrics, type EngineStats } from '../services/store/store-metrics.ts';
+import type { EngineStats } from '../services/store/engine/engine-api.ts';
+import { createStoreMetrics } from '../services/store/store-metrics.ts';
 import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 
 const sources: ThreadPageSource[] = [];

@@ -1,6 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { pushHistogramSamples, ScrapeTimeMetric, type MetricSample } from '../shared/scrape-time-metric.ts';
 import { COMMAND_NAMES, PARSE_ERROR_REASONS } from '../protocol/command-parser.ts';
+import type { EngineStats } from './engine/engine-api.ts';
 
 /**
  * The store's metrics (SPEC §4).
@@ -39,24 +40,6 @@ export const DURATION_BUCKETS: readonly number[] = Array.from({ length: 17 }, (_
 
 const COMMANDS = COMMAND_NAMES.length;
 const SLOTS = DURATION_BUCKETS.length + 1; // the last slot is +Inf
-
-/** What the store's scrape-time series read from the engine. */
-export interface EngineStats {
-  readonly usageBytes: number;
-  readonly keyCount: number;
-  readonly maxMemoryBytes: number;
-  readonly evictions: number;
-  readonly footprintEvictions: number;
-  readonly arenaBytes: number;
-  readonly footprintBytes: number;
-  readonly footprintLimitBytes: number;
-  readonly gcBallastBytes: number;
-  readonly expired: number;
-  readonly hits: number;
-  readonly misses: number;
-  /** Keys past their expiry that the sweep could remove and has not yet. */
-  readonly expiryBacklog: number;
-}
 
 export interface StoreMetricsOptions {
   readonly registry: Registry;

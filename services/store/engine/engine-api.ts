@@ -1,5 +1,3 @@
-import type { EngineStats } from '../store-metrics.ts';
-
 /**
  * Where a value's bytes are in the page StoreEngine.getAt returns: page[start, end). Valid
  * only until the engine's next write (a SET may move or overwrite the record), so the
@@ -15,14 +13,32 @@ export class ValueRange {
 
 export type SetOutcome = 'ok' | 'out_of_memory';
 
+/** What the store's scrape-time series read from the engine. */
+export interface EngineStats {
+  readonly usageBytes: number;
+  readonly keyCount: number;
+  readonly maxMemoryBytes: number;
+  readonly evictions: number;
+  readonly footprintEvictions: number;
+  readonly arenaBytes: number;
+  readonly footprintBytes: number;
+  readonly footprintLimitBytes: number;
+  readonly gcBallastBytes: number;
+  readonly expired: number;
+  readonly hits: number;
+  readonly misses: number;
+  /** Keys past their expiry that the sweep could remove and has not yet. */
+  readonly expiryBacklog: number;
+}
+
+/** Most keys one prefetch() call looks ahead at; an engine ignores those past it. */
+export const PREFETCH_BATCH = 64;
+
 /**
  * What the store's server needs of a keyspace: commands on key bytes taken straight from
  * the socket's buffer (the key is buf[ks, ke)), values in and out as bytes. The wire
  * format (base64 on GET) is the server's business, not the engine's.
  */
-/** Most keys one prefetch() call looks ahead at; an engine ignores those past it. */
-export const PREFETCH_BATCH = 64;
-
 export interface StoreEngine extends EngineStats {
   /**
    * A hint, with no effect on the keyspace or its counters: loads the memory that looking

@@ -47,14 +47,16 @@
 
 import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
 import { GcBallast } from './gc-ballast.ts';
-import { MMAP_THRESHOLD_BYTES } from '../runtime/malloc-tuning.ts';
 import { THIS_THREAD_PAGES, type PageSource } from './page-source.ts';
 import { resizableBuffer } from './resizable-buffer.ts';
 
 /** Records above this get a buffer of their own, of exactly their size. */
 export const LARGE_RECORD_BYTES = 64 * 1024;
-/** Bounds of the page target (see arenaPageTarget); the smallest is malloc-tuning.ts's threshold. */
-export const MIN_PAGE_TARGET = MMAP_THRESHOLD_BYTES;
+/**
+ * Bounds of the page target (see arenaPageTarget). The store fixes glibc's mmap threshold
+ * at the smallest (runtime/malloc-tuning.ts), so every page is mapped on its own.
+ */
+export const MIN_PAGE_TARGET = 64 * 1024;
 const MAX_PAGE_TARGET = 4 * 1024 * 1024;
 /** Pages a full arena is made of, about (the target is the arena's bytes over this). */
 const PAGES_AT_CAP = 8192;

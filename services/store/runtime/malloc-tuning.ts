@@ -11,9 +11,10 @@
 // Elsewhere (musl, macOS) large blocks are mapped anyway, and nothing is done.
 
 import { report } from 'node:process';
+import { MIN_PAGE_TARGET } from '../engine/record-arena.ts';
 
 /** The arena's smallest page: every page, and every large record, is mapped on its own. */
-export const MMAP_THRESHOLD_BYTES = 64 * 1024;
+export const MMAP_THRESHOLD_BYTES = MIN_PAGE_TARGET;
 const TUNABLE = 'glibc.malloc.mmap_threshold';
 
 /** GLIBC_TUNABLES with the store's threshold added, or null when `current` already sets a threshold. */
