@@ -1,11 +1,12 @@
 // The shard ring's routing cost and its balance and movement over many keys, next to a
 // ketama ring (the memcached clients' consistent hash) for comparison. A few seconds.
 //   node bench/ring-bench.ts [--keys 1000000]
+import { numberOption, parseOptions } from './harness/options.ts';
 import { murmur3_32, murmur3_32Utf8 } from '../services/ring/murmur3.ts';
 import { keyHash, ShardRing, type RingMember } from '../services/ring/shard-ring.ts';
 
-const keyCountArg = process.argv.indexOf('--keys');
-const KEYS = keyCountArg > 0 ? Number(process.argv[keyCountArg + 1]) : 1_000_000;
+const options = parseOptions('Usage: node bench/ring-bench.ts [--keys 1000000]', { keys: { type: 'string' } });
+const KEYS = numberOption('--keys', options.keys, 1_000_000, { min: 1, integer: true });
 
 const members = (n: number, from = 0): RingMember[] => Array.from({ length: n }, (_, i) => ({ name: `store-${from + i}` }));
 
