@@ -51,8 +51,8 @@ export function roundRatios(d: DepthRuns): { readonly each: readonly number[]; r
 /**
  * A round is quiet when neither of its runs lost more than this share of the machine's CPU
  * time (the CPUs times the run's measured seconds) to the hypervisor. Steal inflates a
- * server's CPU per operation and cuts its ops/s, by up to a third in the 2-s runs on a
- * 2-core VM, and it comes and goes within seconds, so one system's run can be hit while
+ * server's CPU per operation and cuts its ops/s (docs/benchmarks.md#the-machine-and-the-tools),
+ * and it comes and goes within seconds, so one system's run can be hit while
  * the other's is not; the quiet rounds compare the servers with the machine's own noise
  * mostly left out. Both runs of a round must be quiet: the choice does not look at either
  * server's result.

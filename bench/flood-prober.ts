@@ -1,8 +1,8 @@
 // The well-behaved client of bench/store-flood.ts, on a thread of its own: a PING (every
 // tenth time a USAGE) and a wait for its answer, every 10 ms. On the bench's own thread its
-// round trips also held the time that thread spent writing the flood (64 MB to 200
-// sockets): the first PING after the flood was written took 13-35 ms while the store's
-// longest turn was 6 ms.
+// round trips would also hold the time that thread spends writing the flood (64 MB to 200
+// sockets), several times the store's longest turn: see
+// docs/benchmarks.md#connection-floods-and-fairness.
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';

@@ -1,8 +1,7 @@
 // What bench/store-flood.ts samples while the flood runs: the store's peak RSS and what the
 // kernel queues on the flooders' connections, every 200 ms, on a thread of its own. `ss`
-// takes milliseconds, and run on the bench's own thread it held up the probe's round
-// trips, which were then timed as the store's (a worst PING of 38 ms against 14-16 ms
-// without the sampler).
+// takes milliseconds: run on the bench's own thread it would hold up the probe's round
+// trips, which would then be timed as the store's (docs/benchmarks.md#connection-floods-and-fairness).
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';

@@ -12,7 +12,8 @@
 // (bench/stall-prober.ts). Each phase reports its figures, its `longest` round trips with
 // when each was sent (seconds into the phase), and its worst after its first second
 // (`worstAfterFirstSecondMs`): a server that has just started takes up its first pipelined
-// writes then, once, and the worst of a load often falls in its first 100 ms.
+// writes then, once, and the worst of a load often falls in its first 100 ms
+// (docs/benchmarks.md#pauses-during-growth).
 //   --mode load   the worst round trip while the keys go in: the hash table and the slot
 //                 arrays grow the whole time, so a stop-the-world growth shows as a stall.
 //   --mode storm  SETEX with --ttl seconds (default 1,000,000 keys, 2 s): the keys expire
@@ -82,8 +83,8 @@
 // Each phase also reports stealMs: the time the hypervisor took the machine's virtual CPUs
 // away during it (/proc/stat, summed over the CPUs). On a shared VM it comes in stretches
 // of several ms at a time, during which the server on that CPU is stopped: a worst round
-// trip of 10-25 ms in a phase with steal is the machine's as much as the server's (Redis's
-// figure beside it shows the same).
+// trip in a phase with steal is the machine's as much as the server's, as Redis's figure
+// beside it shows (docs/benchmarks.md#pauses-during-growth).
 // Redis is driven with the same loader (inline commands), for its figure beside ours. This
 // is a measurement, not a test: on a shared machine the scheduler alone can add
 // milliseconds to any round trip, so compare runs made close together.

@@ -1,7 +1,8 @@
 // HTTP benchmark of the backend: GET of a prefilled key at 50 concurrent connections,
 // measured against servers running as child processes. The load generator is wrk (C,
 // one thread) when it is on PATH, else autocannon (JavaScript, in this process, and
-// about twice as hungry for the CPU the servers share with it); the report names it.
+// about twice as hungry for the CPU the servers share with it: docs/benchmarks.md#the-http-path);
+// the report names it.
 // Modes, all measured in the same run:
 //
 //   bare-node         node:http hello world: the ceiling of Node's HTTP server here

@@ -3,12 +3,10 @@
 //
 // It runs on a thread of its own (a worker), so its timer does not wait for the bench's
 // work, and it allocates nothing per round trip: one PING buffer written again and again,
-// one read buffer the socket reads into (net's `onread`), typed arrays for the times. A
-// prober that made a Buffer per read, a string per write, a BigInt per clock reading and
-// two growing arrays made garbage for V8 to collect, and the collections ran on V8's
-// helper threads as well as its own: threads of the bench that take a core from the server
-// it measures (a trace of the machine counted them among the threads that had the
-// server's core while it was ready to run, for up to 4 ms).
+// one read buffer the socket reads into (net's `onread`), typed arrays for the times.
+// Garbage would be collected on V8's helper threads as well as the prober's own: threads
+// of the bench that take a core from the server it measures, in the very round trips it
+// times (docs/benchmarks.md#pauses-during-growth).
 import { spawnSync } from 'node:child_process';
 import { readlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';

@@ -9,10 +9,10 @@
 // --base is the first build (this checkout by default), --against the second.
 //
 // Why: on a shared virtual machine two runs of the same server a few seconds apart differ
-// by a quarter (steal, neighbours), so end-to-end rounds need dozens of pairs to see a
-// change of a few percent. Slices of ~30 ms, alternating which build goes first, put both
-// builds under the same conditions. Each run lays out memory anew, and the ratio of the
-// totals moved by up to ±4% between runs of the same code on this project's 2-core VM:
+// widely (steal, neighbours), so end-to-end rounds need dozens of pairs to see a change of
+// a few percent. Slices of ~30 ms, alternating which build goes first, put both builds
+// under the same conditions. Each run lays out memory anew, so the ratio of the totals
+// varies by a few percent between runs of the same code (docs/benchmarks.md#where-a-commands-cpu-goes):
 // run it a few times each way round (--base <other> --against . swaps them) and take the
 // median. It measures the store's own work (framing, parsing, engine, metrics, replies),
 // not the sockets': a change worth a few percent here is worth about a third of that

@@ -4,7 +4,8 @@
 //
 // Why: on a shared VM the hypervisor stops a virtual CPU for one to tens of milliseconds at
 // a time (steal). A server whose thread is stopped answers late through no work of its own,
-// and over a 25-s load with seconds of steal no server's worst round trip stays under 5 ms.
+// so over a long load with seconds of steal no server's worst round trip stays short
+// (docs/benchmarks.md#pauses-during-growth).
 // /proc/stat counts steal per CPU in 10-ms ticks with no time of day; this finds the
 // stretches themselves. Each CPU is sampled every 0.5 ms of its running time (cpu-clock),
 // and every switch between threads is recorded: while a thread is on a CPU, its events

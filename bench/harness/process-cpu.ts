@@ -1,11 +1,11 @@
 // The CPU a server process spends per operation during a load run, read from /proc.
 //
-// On a shared machine the ops/s of one run swings by ±20% from one run to the next (the
-// other tenants, the hypervisor taking a vCPU away), for kvstack and Redis alike. The CPU
-// time a server spends per operation moves far less: it is what the server itself costs,
-// whatever the machine did meanwhile. It is also the figure that decides the ops/s once
-// the server, not the client, is the bottleneck (pipeline depth 16), so the bench reports
-// it beside the ops/s.
+// On a shared machine the ops/s swings from one run to the next (the other tenants, the
+// hypervisor taking a vCPU away), for kvstack and Redis alike. The CPU time a server
+// spends per operation moves far less (docs/benchmarks.md#throughput-against-redis): it
+// is what the server itself costs, whatever the machine did meanwhile. It is also the
+// figure that decides the ops/s once the server, not the client, is the bottleneck
+// (pipeline depth 16), so the bench reports it beside the ops/s.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 

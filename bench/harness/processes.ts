@@ -65,8 +65,9 @@ export function runToEnd(command: string, args: readonly string[]): Promise<{ co
  * Starts `command args` held at a shell's `read`: this process forks now, and the command
  * only runs (exec'd by that shell) once go() is called. A fork copies this process's page
  * tables and write-protects its memory, so every one of its threads is briefly held up
- * (shootdowns, copy-on-write faults): forked at the start of a measured phase, it showed
- * in the phase's first round trips (bench/growth-stall.ts's prober runs in this process).
+ * (shootdowns, copy-on-write faults): forked at the start of a measured phase, it would
+ * show in the phase's first round trips (bench/growth-stall.ts's prober runs in this
+ * process; docs/benchmarks.md#pauses-during-growth).
  */
 export function armed(command: string, args: readonly string[]): { go(): Promise<{ code: number | null; out: string }> } {
   const child = spawn('/bin/sh', ['-c', 'read go && exec "$0" "$@"', command, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'], detached: true });
