@@ -13,9 +13,9 @@
 // --trace-turns records the store's event-loop turns over the flood with `perf` (Linux,
 // root; bench/turn-trace.ts) and reports them as `turns`: how long the longest were, and
 // where their CPU went.
-import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { numberOption, parseOptions } from './harness/options.ts';
+import { processCpuTimes } from './harness/process-cpu.ts';
 import { root } from './harness/processes.ts';
 import { scrapeText } from './harness/scrape.ts';
 import { startStore } from './harness/services.ts';
@@ -54,18 +54,12 @@ function open(): Promise<Socket> {
   });
 }
 
-/** The process's user and system CPU seconds so far. */
-const cpuOf = (pid: number): { user: number; sys: number } => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return { user: Number(f[11]) / 100, sys: Number(f[12]) / 100 };
-};
-
 const probe = await open();
 probe.setNoDelay(true);
 await roundTrip(probe, `SET flood:value ${'v'.repeat(valueSize)}`);
 const rssBefore = rssOf(store.pid);
 
-const cpuBefore = cpuOf(store.pid);
+const cpuBefore = processCpuTimes(store.pid)!;
 const flooders: Socket[] = [];
 const burst = Buffer.from('GET flood:value\n'.repeat(gets));
 for (let i = 0; i < conns; i++) {
@@ -85,7 +79,7 @@ const pings = probes.map((p) => p.ms);
 const pingSentAt = probes.map((p) => p.sentAtMs);
 const peaks = await sampler.stop();
 const turns = await trace?.stop();
-const cpuAfter = cpuOf(store.pid);
+const cpuAfter = processCpuTimes(store.pid)!;
 const open_ = flooders.filter((s) => !s.destroyed && s.readyState === 'open').length;
 const metrics = await scrapeText(metricsPort);
 const metric = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name)).join('; ');
@@ -112,7 +106,7 @@ console.log(
     kernelRecvQMiB: +mib(peaks.recvQ),
     kernelPerConnKiB: Math.round((peaks.sendQ + peaks.recvQ) / conns / 1024),
     storeUserCpuS: +(cpuAfter.user - cpuBefore.user).toFixed(2),
-    storeSysCpuS: +(cpuAfter.sys - cpuBefore.sys).toFixed(2),
+    storeSysCpuS: +(cpuAfter.system - cpuBefore.system).toFixed(2),
     floodersStillOpen: open_,
     gets: metric('kvstore_commands_total{command="GET",result="ok"}'),
     sent: metric('kvstore_network_sent_bytes_total'),

@@ -23,26 +23,38 @@ function clockTicks(): number {
 }
 
 /**
- * The CPU seconds (user + system, every thread) in a /proc/<pid>/stat line. Its second
+ * The user and system CPU seconds (every thread) in a /proc/<pid>/stat line. Its second
  * field, the command name, is in parentheses and may hold spaces: the fields are counted
  * from the last ')'. utime and stime are fields 14 and 15.
  */
-export function cpuSecondsOfStat(stat: string, ticks: number): number | undefined {
+function cpuTimesOfStat(stat: string, ticks: number): { readonly user: number; readonly system: number } | undefined {
   const close = stat.lastIndexOf(')');
   if (close < 0) return undefined;
   const fields = stat.slice(close + 2).split(' '); // fields[0] is field 3, the state
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
-  return Number.isFinite(utime) && Number.isFinite(stime) ? (utime + stime) / ticks : undefined;
+  return Number.isFinite(utime) && Number.isFinite(stime) ? { user: utime / ticks, system: stime / ticks } : undefined;
+}
+
+/** The CPU seconds (user + system, every thread) in a /proc/<pid>/stat line. */
+export function cpuSecondsOfStat(stat: string, ticks: number): number | undefined {
+  const times = cpuTimesOfStat(stat, ticks);
+  return times && times.user + times.system;
+}
+
+/** User and system CPU seconds process `pid` has used, apart; undefined where there is no /proc (not Linux) or no such process. */
+export function processCpuTimes(pid: number): { readonly user: number; readonly system: number } | undefined {
+  try {
+    return cpuTimesOfStat(readFileSync(`/proc/${pid}/stat`, 'latin1'), clockTicks());
+  } catch {
+    return undefined;
+  }
 }
 
 /** CPU seconds process `pid` has used; undefined where there is no /proc (not Linux) or no such process. */
 export function processCpuSeconds(pid: number): number | undefined {
-  try {
-    return cpuSecondsOfStat(readFileSync(`/proc/${pid}/stat`, 'latin1'), clockTicks());
-  } catch {
-    return undefined;
-  }
+  const times = processCpuTimes(pid);
+  return times && times.user + times.system;
 }
 
 /** One reading: performance.now() and the process's CPU seconds then. */
