@@ -11,6 +11,18 @@ export const ALERT_THRESHOLDS = {
   KvBackendStoreShardSpreadUnbalanced: [1.5],
 } as const satisfies Record<string, readonly number[]>;
 
+/**
+ * The resident memory the store states it stays within: RSS at most capFactor x
+ * MAX_MEMORY_BYTES + baseBytes (docs/limits-and-capacity.md#sizing-memory). The one
+ * source of that bound: KvStoreRssAboveBound's expression must use exactly these numbers
+ * (test/observability-config.test.ts), the dashboard draws it, and the Kubernetes
+ * manifests size the store's memory limit from it (deploy/kubernetes/store-sizing.ts).
+ */
+export const STORE_RSS_BOUND = { capFactor: 1.5, baseBytes: 200 * 1024 * 1024 } as const;
+
+/** The RSS bound of a store with this MAX_MEMORY_BYTES. */
+export const storeRssBoundBytes = (maxMemoryBytes: number): number => STORE_RSS_BOUND.capFactor * maxMemoryBytes + STORE_RSS_BOUND.baseBytes;
+
 /** The error budget of the backend's availability objective, 99.9% (alert-rules.yml, group kvbackend-slo). */
 export const SLO_ERROR_BUDGET = 0.001;
 

@@ -5,11 +5,10 @@
 // that an idle store never ran, and malloc kept the holes). Bounded by a command count.
 import { describe, expect, it } from 'vitest';
 import { formatChurnReport, runMemoryChurn } from '../bench/memory-churn.ts';
+import { storeRssBoundBytes } from '../grafana/alert-thresholds.ts';
 import { arenaEmptyBytes, arenaPageTarget } from '../services/store/engine/record-arena.ts';
 
 const MiB = 1024 * 1024;
-/** docs/limits-and-capacity.md#sizing-memory: RSS within 1.5 × MAX_MEMORY_BYTES + this. */
-const RSS_BASELINE_BYTES = 200 * MiB;
 
 describe('store memory under a churn of mixed value sizes', () => {
   it('stays within 1.5 × the cap plus the baseline, and gives the records memory back after every key is deleted', { timeout: 180_000 }, async () => {
@@ -29,7 +28,7 @@ describe('store memory under a churn of mixed value sizes', () => {
     expect(report.storeAlive).toBe(true);
     expect(report.errors).toBe(0);
     expect(report.evictions).toBeGreaterThan(0);
-    expect(report.peakRssBytes).toBeLessThanOrEqual(1.5 * cap + RSS_BASELINE_BYTES);
+    expect(report.peakRssBytes).toBeLessThanOrEqual(storeRssBoundBytes(cap));
 
     expect(report.keysAfterDelete).toBe(0);
     const arenaEnd = report.arenaEndOfChurnBytes!;

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ALERT_THRESHOLDS } from '../grafana/alert-thresholds.ts';
+import { ALERT_THRESHOLDS, STORE_RSS_BOUND } from '../grafana/alert-thresholds.ts';
 import { PROMETHEUS, type DashboardJson, type PanelJson } from '../grafana/dashboard-builder.ts';
 import { dashboardsDir, staleDashboards } from '../grafana/generate-dashboards.ts';
 import {
@@ -155,6 +155,14 @@ describe('alert rules', () => {
         expect(drawn, `a dashboard panel draws the ${name} threshold ${v}`).toContain(v);
       }
     }
+  });
+
+  it('holds KvStoreRssAboveBound to the RSS bound the dashboard draws and the Kubernetes manifests size from', () => {
+    const bound = `${STORE_RSS_BOUND.capFactor} * kvstore_max_memory_bytes + ${STORE_RSS_BOUND.baseBytes}`;
+    const [alert] = alerts.filter((a) => a.name === 'KvStoreRssAboveBound');
+    expect(alert!.expr).toContain(`(${bound})`);
+    const drawn = dashboardExpressions().map((e) => e.expr.replace(/\{[^}]*\}/g, ''));
+    expect(drawn).toContain(bound);
   });
 
   it('keeps histogram_quantile over buckets summed by le', () => {

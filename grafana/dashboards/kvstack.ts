@@ -1,6 +1,6 @@
 // The kvstack dashboard: store, backend and their processes on one page. Generated to
 // kvstack.json by `npm run dashboards`; Grafana loads the JSON (grafana/provisioning).
-import { ALERT_THRESHOLDS, SLO_BURN_RATES, SLO_ERROR_BUDGET } from '../alert-thresholds.ts';
+import { ALERT_THRESHOLDS, SLO_BURN_RATES, SLO_ERROR_BUDGET, STORE_RSS_BOUND } from '../alert-thresholds.ts';
 import { dashboard, gauge, query, row, stat, timeseries, variable, type Color, type ThresholdStep } from '../dashboard-builder.ts';
 
 /** `metric{job=~"$job",instance=~"$instance",<extra>}`: every series follows the variables. */
@@ -147,7 +147,7 @@ export default dashboard({
           query(sel('kvstore_memory_footprint_bytes'), 'footprint {{instance}}'),
           query(sel('kvstore_memory_footprint_limit_bytes'), 'footprint limit {{instance}}'),
           query(sel('process_resident_memory_bytes', 'job=~"kvstore.*"'), 'resident {{instance}}'),
-          query(`1.5 * ${sel('kvstore_max_memory_bytes')} + 209715200`, 'resident bound {{instance}}'),
+          query(`${STORE_RSS_BOUND.capFactor} * ${sel('kvstore_max_memory_bytes')} + ${STORE_RSS_BOUND.baseBytes}`, 'resident bound {{instance}}'),
         ],
       }),
       timeseries({
