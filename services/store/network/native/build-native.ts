@@ -1,7 +1,7 @@
 // Builds socket-io.node, the store's client-socket I/O in C (socket-io.c), next to this
 // file in build/. Run by `npm ci` (package.json "install"). It never fails the install:
 // without Linux, a C compiler (CC, else cc) or Node's headers it says why in one line and
-// the store uses Node's own socket I/O (STORE_NATIVE_IO=auto; README, Configuration).
+// the store uses Node's own socket I/O (STORE_NATIVE_IO=auto; docs/configuration.md).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
