@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { lineBound } from '../services/protocol/limits.ts';
 import { backendSettings, loadBackendConfig, loadStoreConfig, storeSettings } from '../services/config/config.ts';
+import type { StoreShard } from '../services/config/store-list.ts';
 import { ConfigError } from '../services/shared/config-error.ts';
 import { listen } from '../services/shared/listen.ts';
 
@@ -170,9 +171,22 @@ describe('settings that clash', () => {
 describe('loadBackendConfig', () => {
   it('takes a list of shards, and ejection settings that default to off', () => {
     const config = loadBackendConfig({ KV_STORE: 'store-0=a:1, b:2', SHARD_EJECT_AFTER: '3', SHARD_RETRY_MS: '5000' });
-    expect(config.store.map((s) => [s.name, s.host, s.port])).toEqual([['store-0', 'a', 1], ['b:2', 'b', 2]]);
+    expect((config.store as readonly StoreShard[]).map((s) => [s.name, s.host, s.port])).toEqual([['store-0', 'a', 1], ['b:2', 'b', 2]]);
     expect(config).toMatchObject({ shardEjectAfter: 3, shardRetryMs: 5000 });
     expect(loadBackendConfig({})).toMatchObject({ shardEjectAfter: 0, shardRetryMs: 30000 });
+  });
+
+  it('takes DNS discovery, with its refresh period and DNS server', () => {
+    expect(loadBackendConfig({ KV_STORE: 'dnssrv+_kv._tcp.store.default.svc.cluster.local' })).toMatchObject({
+      store: { kind: 'dnssrv', name: '_kv._tcp.store.default.svc.cluster.local' },
+      storeRefreshMs: 10000,
+      storeDnsServer: undefined,
+    });
+    expect(loadBackendConfig({ KV_STORE: 'dns+store:8765', KV_STORE_REFRESH_MS: '500', KV_STORE_DNS_SERVER: '[::1]:5353' })).toMatchObject({
+      store: { kind: 'dns', host: 'store', port: 8765 },
+      storeRefreshMs: 500,
+      storeDnsServer: { host: '::1', port: 5353 },
+    });
   });
 
   it('has defaults for the shutdown delay and the body limits', () => {
@@ -200,6 +214,12 @@ describe('loadBackendConfig', () => {
     ['KV_STORE', 'store'],
     ['KV_STORE', 'store:0'],
     ['KV_STORE', 'store:65536'],
+    ['KV_STORE', 'dns+store'],
+    ['KV_STORE', 'dnssrv+'],
+    ['KV_STORE_REFRESH_MS', '0'],
+    ['KV_STORE_REFRESH_MS', '10s'],
+    ['KV_STORE_DNS_SERVER', '127.0.0.1'],
+    ['KV_STORE_DNS_SERVER', '::1:53'],
     ['BACKEND_SHUTDOWN_DELAY_MS', '-1'],
     ['BACKEND_SHUTDOWN_DELAY_MS', '600001'],
     ['BODY_TIMEOUT_MS', '0'],

@@ -1,9 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { hostPort } from '../services/config/setting-parsers.ts';
-import { parseStoreList } from '../services/config/store-list.ts';
+import { isDiscovery, parseStoreList, parseStoreSource } from '../services/config/store-list.ts';
 import { ConfigError } from '../services/shared/config-error.ts';
 
 const parse = (raw: string) => parseStoreList(raw, 'KV_STORE');
+const source = (raw: string) => parseStoreSource(raw, 'KV_STORE');
+
+/** The ConfigError message parseStoreSource gives for `raw`, failing the test when it parses. */
+function sourceRefusal(raw: string, env = 'KV_STORE'): string {
+  try {
+    parseStoreSource(raw, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error(`${raw} was accepted`);
+}
 
 /** The ConfigError message for `raw`, failing the test when it parses. */
 function refusal(raw: string, env = 'KV_STORE'): string {
@@ -66,10 +78,31 @@ describe('KV_STORE list', () => {
     expect(refusal('s=a:1,s=b:1')).toBe('KV_STORE entry 2 of 2 ("s=b:1") is invalid: the same shard name as "s=a:1"');
   });
 
-  it('recognises DNS discovery and says it is not supported yet', () => {
-    expect(refusal('dnssrv+_kv._tcp.store.default.svc')).toMatch(/^KV_STORE="dnssrv\+_kv\._tcp\.store\.default\.svc" is invalid: DNS discovery .* is not supported yet/);
-    expect(refusal('a:1,dns+store:8765')).toMatch(/^KV_STORE entry 2 of 2 \("dns\+store:8765"\) is invalid: DNS discovery/);
-    expect(refusal('DNS+store:8765')).toMatch(/not supported yet/);
+  it('takes one discovery entry: dnssrv+<name> or dns+<host>:<port>', () => {
+    expect(source('dnssrv+_kv._tcp.store.default.svc.cluster.local')).toEqual({ kind: 'dnssrv', entry: 'dnssrv+_kv._tcp.store.default.svc.cluster.local', name: '_kv._tcp.store.default.svc.cluster.local' });
+    expect(source(' DNSSRV+_kv._tcp.store. ')).toMatchObject({ kind: 'dnssrv', name: '_kv._tcp.store.' });
+    expect(source('dns+store.default.svc:8765')).toEqual({ kind: 'dns', entry: 'dns+store.default.svc:8765', host: 'store.default.svc', port: 8765 });
+    expect(source('a:1,b:2')).toEqual(parse('a:1,b:2'));
+    expect(isDiscovery(source('dns+store:1'))).toBe(true);
+    expect(isDiscovery(source('store:1'))).toBe(false);
+  });
+
+  it('refuses a malformed discovery entry, naming KV_STORE and the entry', () => {
+    expect(sourceRefusal('dnssrv+')).toBe('KV_STORE="dnssrv+" is invalid: dnssrv+ needs the SRV name to look up, as in dnssrv+_kv._tcp.store.default.svc.cluster.local');
+    expect(sourceRefusal('dnssrv+bad name')).toMatch(/^KV_STORE="dnssrv\+bad name" is invalid: dnssrv\+ needs a DNS name/);
+    expect(sourceRefusal('dnssrv+a..b')).toMatch(/needs a DNS name/);
+    expect(sourceRefusal('dns+store')).toBe('KV_STORE="dns+store" is invalid: dns+ needs a port: dns+<host>:<port> (its A/AAAA records give the addresses, not the port)');
+    expect(sourceRefusal('dns+')).toMatch(/^KV_STORE="dns\+" is invalid: dns\+ needs a host name and a port/);
+    expect(sourceRefusal('dns+:8765')).toMatch(/dns\+ needs a host name and a port/);
+    expect(sourceRefusal('dns+store:0')).toMatch(/^KV_STORE="dns\+store:0" is invalid: expected host:port with a port from 1 to 65535/);
+    expect(sourceRefusal('dns+fd00::1:80')).toMatch(/IPv6 address needs brackets/);
+    expect(sourceRefusal('s=dnssrv+_kv._tcp.store')).toMatch(/^KV_STORE="s=dnssrv\+_kv\._tcp\.store" is invalid: a discovered shard is named by DNS/);
+    expect(sourceRefusal('a:1,dns+store:8765')).toMatch(/^KV_STORE entry 2 of 2 \("dns\+store:8765"\) is invalid: a discovery entry stands alone/);
+    expect(sourceRefusal('dns+x', '--store')).toMatch(/^--store="dns\+x" is invalid: dns\+ needs a port/);
+  });
+
+  it('a list of shards refuses a discovery entry in it', () => {
+    expect(refusal('a:1,dns+store:8765')).toMatch(/^KV_STORE entry 2 of 2 \("dns\+store:8765"\) is invalid: a discovery entry .* stands alone/);
   });
 
   it('returns frozen shards', () => {

@@ -5,6 +5,8 @@ import { replyLineBound } from '../protocol/limits.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import { bindError } from '../shared/bind-error.ts';
 import { backendSettings, type BackendConfig } from '../config/config.ts';
+import { isDiscovery } from '../config/store-list.ts';
+import { ConfigError } from '../shared/config-error.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -64,6 +66,10 @@ const SHUTDOWN_GRACE_MS = 4000;
  */
 export async function startBackendService(config: BackendConfig, deps: BackendDeps): Promise<BackendService> {
   const { logger } = deps;
+  if (isDiscovery(config.store)) {
+    throw new ConfigError(`${backendSettings.store.env}=${JSON.stringify(config.store.entry)} is invalid: the backend does not follow DNS discovery yet`);
+  }
+  const shards = config.store;
   const registry = deps.registry ?? createMetricsRegistry();
   const bodyBudget = new BodyBudget(config.bodyBufferBytes);
   const metrics = createBackendMetrics({
@@ -82,7 +88,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   // A shard's loss and return are logged once each, not per failed request.
   const everUp = new Set<string>();
   const ring = new ShardedStore({
-    shards: config.store,
+    shards,
     pool: {
       size: config.storePoolSize,
       timeoutMs: config.storeTimeoutMs,
@@ -175,7 +181,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     onResult: () => {},
     intervalMs: deps.monitorIntervalMs,
   });
-  const shardList = config.store.map((s) => (s.name === s.address ? s.name : `${s.name}=${s.address}`));
+  const shardList = shards.map((s) => (s.name === s.address ? s.name : `${s.name}=${s.address}`));
   logger.info(
     {
       port,

@@ -2,8 +2,8 @@ import { LINE_ROOM_BYTES } from '../protocol/limits.ts';
 import { ERROR_REASONS, errorLine } from '../protocol/replies.ts';
 import { ConfigError } from '../shared/config-error.ts';
 import type { LogLevel } from '../shared/logger.ts';
-import { flag, host, integer, oneOf, snapshotPath } from './setting-parsers.ts';
-import { parseStoreList } from './store-list.ts';
+import { flag, host, hostPort, integer, oneOf, snapshotPath, type HostPort } from './setting-parsers.ts';
+import { parseStoreSource } from './store-list.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
@@ -24,6 +24,8 @@ export interface Setting<T> {
 type Env = Record<string, string | undefined>;
 
 const port = integer(0, 65535);
+/** KV_STORE_DNS_SERVER: '' = the system's resolvers. */
+const dnsServer = (raw: string, env: string): HostPort | undefined => (raw === '' ? undefined : hostPort(raw, env));
 const logLevel = oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent');
 
 export const commonSettings = {
@@ -82,8 +84,21 @@ export const backendSettings = {
   store: {
     env: 'KV_STORE',
     default: '127.0.0.1:8765',
-    description: 'Store address, `host:port`, or a comma-separated list of shards (`name=host:port` names one; IPv6 as `[::1]:8765`); see Sharding.',
-    parse: parseStoreList,
+    description:
+      'Store address, `host:port`, or a comma-separated list of shards (`name=host:port` names one; IPv6 as `[::1]:8765`), or DNS discovery: `dnssrv+<name>` (SRV records: one shard per target host, named by it) or `dns+<host>:<port>` (A/AAAA records: one shard per address); see Sharding.',
+    parse: parseStoreSource,
+  },
+  storeRefreshMs: {
+    env: 'KV_STORE_REFRESH_MS',
+    default: '10000',
+    description: 'With DNS discovery in KV_STORE: how often the records are looked up again, in ms (SRV answers carry no TTL for Node, so the backend polls). A failed, timed-out or empty lookup keeps the shards it has.',
+    parse: integer(100, 86_400_000),
+  },
+  storeDnsServer: {
+    env: 'KV_STORE_DNS_SERVER',
+    default: '',
+    description: 'With DNS discovery: the DNS server to ask, `host:port` (IPv6 as `[::1]:53`), for the records and for the SRV targets\' addresses; empty = the system\'s resolvers.',
+    parse: dnsServer,
   },
   storeTimeoutMs: { env: 'STORE_TIMEOUT_MS', default: '1000', description: 'Time-out on every store command, in ms.', parse: integer(1, 600_000) },
   storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to each store shard; requests are pipelined on them.', parse: integer(1, 256) },
