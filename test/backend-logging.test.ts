@@ -6,8 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createBackendApp, type BackendStore } from '../services/backend/backend-app.ts';
 import { StoreTimeoutError, StoreUnavailableError } from '../services/client/errors.ts';
 import type { LogLevel } from '../services/shared/logger.ts';
-import { createLogger } from '../services/shared/logger.ts';
-import { logSink } from './helpers/backend-harness.ts';
+import { loggerWithSink } from './helpers/backend-harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -30,8 +29,7 @@ function memoryStore(): BackendStore {
 }
 
 function appWithSink(level: LogLevel = 'info') {
-  const sink = logSink();
-  const logger = createLogger({ name: 'kvbackend', level, destination: sink });
+  const { logger, sink } = loggerWithSink(level);
   const app = createBackendApp({ store: memoryStore(), logger, maxValueBytes: 1024 });
   return { app, sink };
 }

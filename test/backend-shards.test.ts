@@ -8,8 +8,7 @@ import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/index.ts';
 import { ShardRing } from '../services/ring/shard-ring.ts';
-import { createLogger } from '../services/shared/logger.ts';
-import { backendHarness, logSink, metricSum, scrape, send, statusOf, storeList } from './helpers/backend-harness.ts';
+import { backendHarness, loggerWithSink, metricSum, scrape, send, statusOf, storeList } from './helpers/backend-harness.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { CuttableLink } from './helpers/cuttable-link.ts';
 import { call, type Outcome } from './helpers/http-call.ts';
@@ -77,8 +76,7 @@ describe('the backend over three shards', () => {
   });
 
   it('one shard killed and one paused: only their keys fail (503; 504 then 503), readiness stays, /healthz is degraded, the metrics move, both recover', { timeout: 60_000 }, async () => {
-    const sink = logSink();
-    const logger = createLogger({ name: 'kvbackend', level: 'info', destination: sink });
+    const { logger, sink } = loggerWithSink();
     const healthy = await h.store();
     const killedPort = await freePort();
     let killed = await h.store({ port: killedPort });
@@ -245,8 +243,7 @@ describe('the backend over three shards', () => {
   });
 
   it('SHARD_EJECT_AFTER: a failing shard leaves the ring, its keys go to their next choice, and it returns after SHARD_RETRY_MS', { timeout: 60_000 }, async () => {
-    const sink = logSink();
-    const logger = createLogger({ name: 'kvbackend', level: 'info', destination: sink });
+    const { logger, sink } = loggerWithSink();
     const live = await h.store();
     const downPort = await freePort();
     const down = await h.store({ port: downPort });

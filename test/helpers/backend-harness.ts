@@ -3,7 +3,7 @@ import { afterEach } from 'vitest';
 import { StoreConnection } from '../../services/client/index.ts';
 import { startBackendService, type BackendDeps, type BackendService } from '../../services/backend/backend-service.ts';
 import { loadBackendConfig, loadStoreConfig, type BackendConfig, type StoreConfig } from '../../services/config/config.ts';
-import { createLogger, type Logger } from '../../services/shared/logger.ts';
+import { createLogger, type LogLevel, type Logger } from '../../services/shared/logger.ts';
 import { parseStoreList, type StoreShard } from '../../services/config/store-list.ts';
 import type { startStoreService } from '../../services/store/store-service.ts';
 import { startFakeStore, type FakeAction, type FakeStore } from './fake-store.ts';
@@ -66,6 +66,12 @@ export { metricSum, seriesOf } from '../../bench/harness/exposition.ts';
 export function storeList(store: number | readonly number[] | string): readonly StoreShard[] {
   const raw = typeof store === 'string' ? store : (typeof store === 'number' ? [store] : store).map((p) => `127.0.0.1:${p}`).join(',');
   return parseStoreList(raw, 'KV_STORE');
+}
+
+/** A backend's logger (named kvbackend, as the service's) whose lines land parsed in a fresh sink. */
+export function loggerWithSink(level: LogLevel = 'info'): { logger: Logger; sink: LogSink } {
+  const sink = logSink();
+  return { logger: createLogger({ name: 'kvbackend', level, destination: sink }), sink };
 }
 
 /** The status of a GET of `path` on a local port (an admin port's /readyz, say). */
