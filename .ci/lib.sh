@@ -64,3 +64,32 @@ ci_debian_keyring() {
   local k=/usr/share/keyrings/debian-archive-keyring.gpg
   [[ -f $k ]] && echo "$k"
 }
+
+# Extracts Debian trixie's package $1 (its .deb, without installing it) into directory $2,
+# for tools bookworm lacks or has too old whose binaries need only a libc bookworm has.
+# The .deb is fetched with a private apt configuration (own source list, lists and cache
+# under $CI_WORK): the system's apt state is left untouched. The mirror is the one the
+# system's own sources use.
+ci_extract_trixie_deb() {
+  local pkg="$1" root="$2" apt="$CI_WORK/apt-trixie" mirror keyring signed=""
+  mirror="$(ci_debian_mirror)"
+  [[ -n $mirror ]] || ci_die "cannot find this system's Debian mirror in /etc/apt/sources.list{,.d/}"
+  keyring="$(ci_debian_keyring)"
+  [[ -n $keyring ]] && signed="[signed-by=$keyring] "
+  rm -rf "$apt"
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/deb" "$root"
+  echo "deb ${signed}${mirror} trixie main" >"$apt/sources.list"
+  local opts=(
+    -o "Dir::Etc::SourceList=$apt/sources.list"
+    -o "Dir::Etc::SourceParts=/dev/null"
+    -o "Dir::State::Lists=$apt/lists"
+    -o "Dir::Cache=$apt/cache"
+    -o "APT::Sandbox::User=root"
+  )
+  ci_log "fetching $pkg from trixie ($mirror)"
+  apt-get "${opts[@]}" update -qq || ci_die "apt-get update of the private trixie source failed"
+  (cd "$apt/deb" && apt-get "${opts[@]}" download -qq "$pkg/trixie") ||
+    ci_die "apt-get download $pkg/trixie failed"
+  dpkg-deb -x "$apt"/deb/"${pkg}"_*.deb "$root"
+  rm -rf "$apt"
+}
