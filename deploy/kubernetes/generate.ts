@@ -6,13 +6,14 @@
 //   overlays/prometheus-operator/monitoring/prometheus-rule.yaml    alert-rules.yml as a PrometheusRule
 //   overlays/prometheus-operator/monitoring/grafana-dashboard.yaml  grafana/dashboards/*.json as a
 //                                   ConfigMap Grafana's dashboard sidecar loads
+//   docs/kubernetes.md              the sizing table, between its markers
 //
 //   npm run k8s                                 write them
 //   node deploy/kubernetes/generate.ts --check  exit 1 if a committed file is stale
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { quantity, storeSizing, STARTUP_PROBE_PERIOD_SECONDS, type SizingInputs, type StoreSizing } from './store-sizing.ts';
+import { GiB, MiB, quantity, storeSizing, STARTUP_PROBE_PERIOD_SECONDS, type SizingInputs, type StoreSizing } from './store-sizing.ts';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string): string => readFileSync(repoRoot + path, 'utf8');
@@ -127,6 +128,30 @@ function grafanaDashboards(): string {
   return header + yamlText({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kvstack-dashboards', labels: { grafana_dashboard: '1' } }, data });
 }
 
+/** The caps the sizing table of docs/kubernetes.md shows. */
+const TABLE_CAPS = [64 * MiB, 256 * MiB, GiB, 4 * GiB, 8 * GiB, 16 * GiB];
+const TABLE_START = '<!-- sizing-table:start -->';
+const TABLE_END = '<!-- sizing-table:end -->';
+
+/** docs/kubernetes.md with its sizing table rendered for the manifests' value size and connections. */
+function docsWithSizingTable(inputs: SizingInputs): string {
+  const text = read('docs/kubernetes.md');
+  const start = text.indexOf(TABLE_START);
+  const end = text.indexOf(TABLE_END);
+  if (start === -1 || end < start) throw new Error(`docs/kubernetes.md: no ${TABLE_START} ... ${TABLE_END}`);
+  const rows = TABLE_CAPS.map((cap) => {
+    const s = storeSizing({ ...inputs, maxMemoryBytes: cap });
+    const startup = s.startupFailureThreshold * STARTUP_PROBE_PERIOD_SECONDS;
+    return `| ${quantity(cap)} (${cap}) | ${quantity(s.rssBoundBytes)} | ${quantity(s.memoryBytes)} | ${s.maxKeys.toLocaleString('en-US')} | ${Math.ceil(s.loadSeconds)} s | ${startup} s (${s.startupFailureThreshold} × ${STARTUP_PROBE_PERIOD_SECONDS} s) | ${Math.ceil(s.saveSeconds)} s | ${s.terminationGracePeriodSeconds} s | ${quantity(s.volumeBytes)} |`;
+  });
+  const table = [
+    '| `MAX_MEMORY_BYTES` | RSS bound | memory request = limit | most keys | load, worst (× 4) | startup probe | save, worst (× 4) | grace period | volume |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+  return `${text.slice(0, start + TABLE_START.length)}\n${table}\n${text.slice(end)}`;
+}
+
 /** Every generated file's text, by path from the repository root. */
 export function renderGenerated(): Map<string, string> {
   const inputs = sizingInputs();
@@ -135,6 +160,7 @@ export function renderGenerated(): Map<string, string> {
     [`${BASE}kustomization.yaml`, kustomizationWithVersion()],
     [`${OPERATOR}prometheus-rule.yaml`, prometheusRule()],
     [`${OPERATOR}grafana-dashboard.yaml`, grafanaDashboards()],
+    ['docs/kubernetes.md', docsWithSizingTable(inputs)],
   ]);
 }
 
