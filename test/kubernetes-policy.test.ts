@@ -14,6 +14,7 @@ import { parse } from 'yaml';
 import { storeSizing } from '../deploy/kubernetes/store-sizing.ts';
 import { storeRssBoundBytes } from '../grafana/alert-thresholds.ts';
 import { loadBackendConfig, loadStoreConfig } from '../services/config/config.ts';
+import { isDiscovery } from '../services/config/store-list.ts';
 import {
   backendWorkload,
   checkContainers,
@@ -41,6 +42,15 @@ function broken(objects: K8sObject[], pick: (o: K8sObject) => boolean, edit: (o:
   if (!target) throw new Error('nothing to break');
   edit(target);
   return copy;
+}
+/** The KV_STORE list docs/kubernetes.md gives until discovery: each shard named by its pod's fully qualified host name. */
+function fixedStoreList(objects: K8sObject[]): string {
+  const sts = storeWorkload(objects)!.object;
+  const port = Number(envOf(storeWorkload(objects)!.containers[0]!, 'STORE_PORT'));
+  return Array.from({ length: sts.spec.replicas }, (_, i) => {
+    const host = `${sts.metadata.name}-${i}.${sts.spec.serviceName}.${sts.metadata.namespace}.svc.cluster.local`;
+    return `${host}=${host}:${port}`;
+  }).join(',');
 }
 const kind = (k: string, name?: string) => (o: K8sObject) => o.kind === k && (name === undefined || o.metadata.name === name);
 const storeContainer = (o: K8sObject) => o.spec.template.spec.containers[0];
@@ -95,13 +105,15 @@ describeKubectl('Kubernetes policy', () => {
       expect(config.maxMemoryBytes).toBe(renderedSizingInputs(objects()).maxMemoryBytes);
     });
 
-    it('the backend\'s environment is one its config loader accepts, KV_STORE aside until discovery is built', () => {
+    it('the backend\'s environment is one its config loader accepts, and so is the fixed list used until the backend follows discovery', () => {
       const backend = backendWorkload(objects())!.containers[0]!;
       const env = Object.fromEntries((backend.env ?? []).map((e) => [e.name, e.value]));
-      // Discovery (dnssrv+, SPEC §6) is not built yet: the loader refuses it by name. When
-      // it is, this expectation fails and becomes a plain load of the whole environment.
-      expect(() => loadBackendConfig(env)).toThrow(/not supported yet/);
-      expect(loadBackendConfig({ ...env, KV_STORE: 'kvstore-0.kvstore:8765' }).port).toBe(8080);
+      const discovered = loadBackendConfig(env).store;
+      expect(isDiscovery(discovered) && discovered.kind === 'dnssrv' && discovered.name).toBe(envOf(backend, 'KV_STORE')!.slice('dnssrv+'.length));
+      // docs/kubernetes.md#before-discovery-a-fixed-list names each shard by its pod's
+      // host name, the name discovery gives it, so the ring stays when KV_STORE switches.
+      const listed = loadBackendConfig({ ...env, KV_STORE: fixedStoreList(objects()) }).store;
+      expect(isDiscovery(listed) ? [] : listed.map((s) => s.name)).toEqual(['kvstore-0', 'kvstore-1', 'kvstore-2'].map((p) => `${p}.kvstore.kvstack.svc.cluster.local`));
     });
   });
 
