@@ -5,6 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { backendHarness, send } from './helpers/backend-harness.ts';
 import { backendScript, freePort, startServiceProcess } from './helpers/service-process.ts';
+import { b64 } from './helpers/base64.ts';
 
 const h = backendHarness();
 
@@ -61,7 +62,7 @@ describe('backend graceful shutdown', () => {
     let slowArrived!: () => void;
     const slowReceived = new Promise<void>((resolve) => (slowArrived = resolve));
     const fake = await h.fake((line) => {
-      if (line !== 'GET slow') return 'VALUE ' + Buffer.from('fast').toString('base64');
+      if (line !== 'GET slow') return 'VALUE ' + b64('fast');
       slowArrived();
       return { silent: true };
     });
@@ -92,7 +93,7 @@ describe('backend graceful shutdown', () => {
     await expect(send(backend.port, 'GET', '/k')).rejects.toThrow(/ECONNREFUSED/);
 
     // The in-flight request still gets its answer, and its connection then closes.
-    for (const s of fake.sockets) s.write('VALUE ' + Buffer.from('slow value').toString('base64') + '\n');
+    for (const s of fake.sockets) s.write('VALUE ' + b64('slow value') + '\n');
     const answered = await inFlight.next();
     expect(answered.status).toBe(200);
     expect(answered.body).toBe('slow value');

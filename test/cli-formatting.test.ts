@@ -5,6 +5,7 @@ import { replyLineJson } from '../services/cli/reply-json.ts';
 import { completeCommand } from '../services/cli/repl.ts';
 import { resolveStoreAddress } from '../services/cli/store-address.ts';
 import { UsageError } from '../services/cli/usage-error.ts';
+import { b64 } from './helpers/base64.ts';
 
 describe('kv argument parsing', () => {
   it('takes global options before or after the command', () => {
@@ -45,7 +46,7 @@ describe('kv argument parsing', () => {
 
 describe('reply display of the interactive client', () => {
   it('decodes values: quoted on a terminal, raw when piped', () => {
-    const line = `VALUE ${Buffer.from('hi "there"\t\\').toString('base64')}`;
+    const line = `VALUE ${b64('hi "there"\t\\')}`;
     expect(displayReply(line, true)).toBe('"hi \\"there\\"\\t\\\\"');
     expect(displayReply(line, false)).toEqual(Buffer.from('hi "there"\t\\'));
     expect(displayReply('VALUE ', true)).toBe('""');

@@ -14,6 +14,7 @@ import { freePort } from '../services/shared/free-port.ts';
 import { listen } from '../services/shared/listen.ts';
 import { nextTurn, waitUntil } from './helpers/wait-until.ts';
 import { numberedKeys } from './helpers/keys.ts';
+import { b64 } from './helpers/base64.ts';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -187,7 +188,7 @@ describe('StoreConnection write batching', () => {
 
 describe('StoreConnection pipelining and failures', () => {
   it('matches 5,000 pipelined replies in order', async () => {
-    const store = await fake((line) => `VALUE ${Buffer.from(line.slice(4)).toString('base64')}`);
+    const store = await fake((line) => `VALUE ${b64(line.slice(4))}`);
     const conn = connection(store.port);
     const keys = numberedKeys(5000, 'key');
     const values = await Promise.all(keys.map((k) => conn.get(k)));

@@ -11,6 +11,7 @@ import { BALLAST_STEP_BYTES } from '../services/store/engine/gc-ballast.ts';
 import { FOOTPRINT_FACTOR } from '../services/store/engine/kv-engine.ts';
 import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/runtime/malloc-tuning.ts';
 import { PAGE_THREAD_NAME } from '../services/store/engine/page-source.ts';
+import { b64 } from './helpers/base64.ts';
 
 afterEach(destroyAll);
 
@@ -245,7 +246,7 @@ describe('shutdown', () => {
     const c = await store.client();
     const idle = await store.client();
     c.send('SET k v\nGET k\nPING\n');
-    expect(await c.lines(3)).toEqual(['OK', `VALUE ${Buffer.from('v').toString('base64')}`, 'PONG']);
+    expect(await c.lines(3)).toEqual(['OK', `VALUE ${b64('v')}`, 'PONG']);
     await store.service.close();
     await c.closed;
     await idle.closed;
@@ -272,7 +273,7 @@ describe('shutdown', () => {
     await closed;
     await c.closed;
     expect(c.error).toBeUndefined();
-    const expected = `VALUE ${Buffer.from(value).toString('base64')}`;
+    const expected = `VALUE ${b64(value)}`;
     expect(c.received.length).toBeGreaterThan(answeredBefore);
     expect(c.received.every((l) => l === expected)).toBe(true);
   });

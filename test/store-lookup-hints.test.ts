@@ -124,7 +124,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
   /** An engine holding keys `keys` (values v<key>) and a runner over it. */
   const withKeys = (keys: string[]) => {
     const engine = new RecordingEngine({ maxMemoryBytes: 1 << 26, evictionPolicy: 'lru' });
-    for (const k of keys) engine.set(k, Buffer.from(`v${k}`).toString('base64'));
+    for (const k of keys) engine.set(k, b64(`v${k}`));
     const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 1 });
     return { engine, runner: new CommandRunner({ engine, metrics, maxValueBytes: 1024, statsReply: () => 'STATS\n' }) };
   };
