@@ -1,6 +1,15 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES, tunablesWithThreshold } from '../services/store/runtime/malloc-tuning.ts';
+import { loadSocketIo } from '../services/store/network/native-io.ts';
+import {
+  appliedMallocThreshold,
+  ensureMallocMmapThreshold,
+  mallocMmapThreshold,
+  MMAP_THRESHOLD_BYTES,
+  tunablesWithThreshold,
+} from '../services/store/runtime/malloc-tuning.ts';
 
 const onGlibc = process.platform === 'linux' && typeof (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime === 'string';
 
@@ -34,5 +43,41 @@ describe('GLIBC_TUNABLES for the store', () => {
     const dockerfile = readFileSync(new URL('../deploy/Dockerfile', import.meta.url), 'utf8');
     const store = dockerfile.slice(dockerfile.indexOf('FROM runtime AS store'), dockerfile.indexOf('FROM runtime AS backend'));
     expect(/^ENV GLIBC_TUNABLES=(\S+)$/m.exec(store)?.[1]).toBe(tunablesWithThreshold(undefined));
+  });
+
+  it('sets the threshold with mallopt when the environment lacks it, and asks nothing when it has it', () => {
+    const calls: number[][] = [];
+    const mallopt = (param: number, value: number): number => (calls.push([param, value]), 1);
+    ensureMallocMmapThreshold(mallopt);
+    if (!onGlibc) {
+      expect(calls).toEqual([]);
+      expect(appliedMallocThreshold()).toBeNull();
+    } else if (mallocMmapThreshold() !== null) {
+      expect(calls).toEqual([]); // this process's environment set it: kept
+      expect(appliedMallocThreshold()).toEqual({ bytes: mallocMmapThreshold(), source: 'environment' });
+    } else {
+      expect(calls).toEqual([[-3, MMAP_THRESHOLD_BYTES]]); // M_MMAP_THRESHOLD
+      expect(appliedMallocThreshold()).toEqual({ bytes: MMAP_THRESHOLD_BYTES, source: 'mallopt' });
+    }
+  });
+
+  it("the add-on's mallopt takes the threshold (glibc), so the store starts without a second boot", (ctx) => {
+    const loaded = loadSocketIo();
+    if (!('io' in loaded) || !onGlibc) return ctx.skip();
+    expect(loaded.io.mallopt?.(-3, MMAP_THRESHOLD_BYTES)).toBe(1);
+  });
+
+  it('without mallopt, the process replaces itself (same PID) with the tunable added', (ctx) => {
+    if (!onGlibc) return ctx.skip();
+    const env: NodeJS.ProcessEnv = { ...process.env, GLIBC_TUNABLES: 'glibc.malloc.arena_max=4' };
+    const fixture = fileURLToPath(new URL('./fixtures/malloc-threshold-fallback.ts', import.meta.url));
+    const run = spawnSync(process.execPath, [fixture], { env, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1); // only the replacement got as far as printing
+    const out = JSON.parse(lines[0]!) as { pid: number; tunables: string; applied: unknown };
+    expect(out.pid).toBe(run.pid);
+    expect(out.tunables).toBe(tunablesWithThreshold('glibc.malloc.arena_max=4'));
+    expect(out.applied).toEqual({ bytes: MMAP_THRESHOLD_BYTES, source: 'environment' });
   });
 });

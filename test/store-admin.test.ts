@@ -12,6 +12,7 @@ import { FOOTPRINT_FACTOR } from '../services/store/engine/kv-engine.ts';
 import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/runtime/malloc-tuning.ts';
 import { PAGE_THREAD_NAME } from '../services/store/engine/page-source.ts';
 import { b64 } from './helpers/base64.ts';
+import { loadSocketIo } from '../services/store/network/native-io.ts';
 
 afterEach(destroyAll);
 
@@ -332,7 +333,7 @@ describe('main.ts', () => {
     await c.closed;
   });
 
-  it('runs with glibc\'s mmap threshold fixed: the process replaces itself, keeping its PID, when its environment lacks it', async () => {
+  it("runs with glibc's mmap threshold fixed: set with mallopt when its environment lacks it, an operator's kept", async () => {
     const env = (tunables: string) => ({ STORE_PORT: '0', STORE_METRICS_PORT: '0', GLIBC_TUNABLES: tunables });
     const ready = (p: ServiceProcess) => p.logs.find((l) => l.msg === 'kvstore ready')!;
     const bare = await startServiceProcess(storeScript, env('glibc.malloc.arena_max=2'), 'kvstore ready');
@@ -341,11 +342,16 @@ describe('main.ts', () => {
     track({ destroy: () => own.child.kill('SIGKILL') });
     if (mallocMmapThreshold({ GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${MMAP_THRESHOLD_BYTES}` }) === null) {
       expect(ready(bare).mallocMmapThreshold).toBeNull(); // not glibc: nothing to fix
+      expect(ready(bare).mallocMmapThresholdSetBy).toBeNull();
       expect(ready(bare).arenaPagesThreaded).toBe(false);
     } else {
-      // The child spawned without the threshold logged its ready line (on the same stdout: exec
-      // keeps the PID and its pipes) with the threshold added to the tunables it was given.
       expect(ready(bare).mallocMmapThreshold).toBe(MMAP_THRESHOLD_BYTES);
+      // With the add-on, mallopt sets it in the process as it runs; without, the process
+      // replaced itself with the tunable added (exec keeps the PID and its pipes, so the
+      // ready line came on the same stdout).
+      const addon = loadSocketIo();
+      const withMallopt = 'io' in addon && typeof addon.io.mallopt === 'function';
+      expect(ready(bare).mallocMmapThresholdSetBy).toBe(withMallopt ? 'mallopt' : 'environment');
       // With the threshold, the record arena's pages come from a thread of their own (page-source.ts),
       // named so that ps -L, top -H and traces tell it from other Node worker threads.
       expect(ready(bare).arenaPagesThreaded).toBe(true);
@@ -353,6 +359,7 @@ describe('main.ts', () => {
       expect(readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').split('\0').some((arg) => arg.endsWith(storeScript))).toBe(true);
       // A threshold the operator set is kept.
       expect(ready(own).mallocMmapThreshold).toBe(131072);
+      expect(ready(own).mallocMmapThresholdSetBy).toBe('environment');
     }
     // The metrics say the same as the ready line, and that the thread was not given up.
     const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${ready(bare).metricsPort as number}/metrics`)).text());

@@ -17,7 +17,7 @@ import { KvEngine } from './engine/kv-engine.ts';
 import type { SnapshotFileSystem } from './snapshots/snapshot-file.ts';
 import { createSnapshotMetrics } from './snapshots/snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './snapshots/store-snapshots.ts';
-import { mallocMmapThreshold } from './runtime/malloc-tuning.ts';
+import { appliedMallocThreshold } from './runtime/malloc-tuning.ts';
 import { THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
 import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './network/tcp-server.ts';
@@ -99,7 +99,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const { logger } = deps;
   const registry = deps.registry ?? createMetricsRegistry();
   // The arena's pages from a thread of their own where that maps each one (page-source.ts).
-  const mmapThreshold = mallocMmapThreshold();
+  const mmapThreshold = appliedMallocThreshold();
   const threadPages =
     mmapThreshold !== null
       ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })
@@ -229,7 +229,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       keys: engine.keyCount,
       warmupCommands: warmup.commands,
       warmupMs: Math.round(warmup.ms),
-      mallocMmapThreshold: mmapThreshold,
+      mallocMmapThreshold: mmapThreshold?.bytes ?? null,
+      mallocMmapThresholdSetBy: mmapThreshold?.source ?? null,
       arenaPagesThreaded: threadPages?.threaded ?? false,
       nativeIo: socketIo !== undefined,
       gcBallastBytes: engine.gcBallastBytes,

@@ -23,6 +23,8 @@ export interface SocketIo {
   closePoller(poller: PollerHandle): void;
   /** The bytes the kernel took, or -errno. */
   write(fd: number, buffer: Buffer, length: number): number;
+  /** glibc's mallopt: 1 when it took the setting, 0 when it refused, -1 without glibc (runtime/malloc-tuning.ts); absent from an add-on built before it. */
+  mallopt?(param: number, value: number): number;
 }
 
 declare const pollerBrand: unique symbol;

@@ -5,17 +5,29 @@
 // but glibc raises it to the size of each larger mapped block that is freed (up to 32 MiB),
 // so after the first freed page the arena's pages would come from the heap: measured, 1 MiB
 // pages allocated and freed by halves kept all their memory resident from the second round
-// on. A threshold given as a tunable is fixed. The store therefore starts with
-// GLIBC_TUNABLES holding `glibc.malloc.mmap_threshold`: when its environment lacks it, the
-// process replaces itself (execve: same PID, same arguments) with the tunable added.
+// on. A threshold that is set, rather than left to glibc, is fixed.
+//
+// The store sets it at start-up in one of three ways, the first that applies:
+// - its environment's GLIBC_TUNABLES holds `glibc.malloc.mmap_threshold` (the image sets
+//   it): glibc read it when the process started, and the operator's value is kept;
+// - the native add-on calls mallopt(M_MMAP_THRESHOLD), which fixes the threshold as the
+//   tunable does, in this process, before the store's modules run;
+// - without the add-on, the process replaces itself (execve: same PID, same arguments) with
+//   the tunable added, which costs a second boot of Node.
 // Elsewhere (musl, macOS) large blocks are mapped anyway, and nothing is done.
 
 import { report } from 'node:process';
 import { MIN_PAGE_TARGET } from '../engine/record-arena.ts';
+import { loadSocketIo } from '../network/native-io.ts';
 
 /** The arena's smallest page: every page, and every large record, is mapped on its own. */
 export const MMAP_THRESHOLD_BYTES = MIN_PAGE_TARGET;
 const TUNABLE = 'glibc.malloc.mmap_threshold';
+/** glibc's malloc.h: mallopt's parameter for the mmap threshold. */
+const M_MMAP_THRESHOLD = -3;
+
+/** How this process's threshold was set: by its environment (GLIBC_TUNABLES) or by mallopt at start-up. */
+export type MallocThresholdSource = 'environment' | 'mallopt';
 
 /** GLIBC_TUNABLES with the store's threshold added, or null when `current` already sets a threshold. */
 export function tunablesWithThreshold(current: string | undefined): string | null {
@@ -44,13 +56,40 @@ function onGlibc(): boolean {
   return glibc;
 }
 
+/** The threshold mallopt set in this process, if it did. */
+let setByMallopt: number | null = null;
+
+/** The threshold this process runs with and what set it; null when none is fixed (not glibc, or nothing could set it). */
+export function appliedMallocThreshold(): { readonly bytes: number; readonly source: MallocThresholdSource } | null {
+  if (setByMallopt !== null) return { bytes: setByMallopt, source: 'mallopt' };
+  const bytes = mallocMmapThreshold();
+  return bytes === null ? null : { bytes, source: 'environment' };
+}
+
+/** A mallopt call, or undefined when the add-on is not built (or was built without it). */
+export type Mallopt = ((param: number, value: number) => number) | undefined;
+
+function addonMallopt(): Mallopt {
+  const loaded = loadSocketIo();
+  const io = 'io' in loaded ? loaded.io : undefined;
+  return io?.mallopt?.bind(io);
+}
+
 /**
- * Replaces this process with itself, GLIBC_TUNABLES holding the threshold, when it runs
- * on glibc without one. Returns only when nothing needed doing (or execve is missing).
+ * Fixes glibc's mmap threshold for this process when its environment did not: with
+ * mallopt when the add-on has it, else by replacing this process with itself,
+ * GLIBC_TUNABLES holding the threshold. Returns only when that was not needed, or when
+ * mallopt did it (or when neither mallopt nor execve is at hand: the store then takes its
+ * pages from the serving thread).
  */
-export function ensureMallocMmapThreshold(): void {
+export function ensureMallocMmapThreshold(mallopt: Mallopt = addonMallopt()): void {
   if (!onGlibc()) return;
   const tunables = tunablesWithThreshold(process.env.GLIBC_TUNABLES);
-  if (tunables === null || typeof process.execve !== 'function') return;
+  if (tunables === null) return;
+  if (mallopt?.(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) === 1) {
+    setByMallopt = MMAP_THRESHOLD_BYTES;
+    return;
+  }
+  if (typeof process.execve !== 'function') return;
   process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], { ...process.env, GLIBC_TUNABLES: tunables });
 }

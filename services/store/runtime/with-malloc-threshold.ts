@@ -1,6 +1,7 @@
-// Imported first by main.ts, so the process replaces itself (when it must) before the rest
-// of the store's modules run: see malloc-tuning.ts. Kept apart so that importing
-// malloc-tuning.ts (tests do) never replaces a process.
+// Imported by main.ts before the rest of the store's modules load, so that malloc's mmap
+// threshold is fixed first and, where that takes a second boot, the process replaces itself
+// before loading them: see malloc-tuning.ts. Kept apart so that importing malloc-tuning.ts
+// (tests do) changes nothing in a process.
 import { ensureMallocMmapThreshold } from './malloc-tuning.ts';
 
 ensureMallocMmapThreshold();

@@ -16,6 +16,9 @@
 #include <uv.h>
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -268,6 +271,31 @@ static napi_value write_bytes(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// mallopt(param, value): 1 when glibc took the setting, 0 when it refused it, -1 without
+// glibc. The store fixes malloc's mmap threshold with it at start-up
+// (services/store/runtime/malloc-tuning.ts): GLIBC_TUNABLES does the same, but glibc reads
+// it only when a process starts, so without this the store would have to exec itself again.
+static napi_value set_mallopt(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  int32_t param, value;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &param) != napi_ok || napi_get_value_int32(env, argv[1], &value) != napi_ok) {
+    napi_throw_type_error(env, NULL, "mallopt(param, value)");
+    return NULL;
+  }
+#ifdef __GLIBC__
+  int32_t result = mallopt(param, value) == 1 ? 1 : 0;
+#else
+  (void)param;
+  (void)value;
+  int32_t result = -1;
+#endif
+  napi_value out;
+  napi_create_int32(env, result, &out);
+  return out;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor methods[] = {
     { "createPoller", NULL, create_poller, NULL, NULL, NULL, napi_default, NULL },
@@ -276,6 +304,7 @@ NAPI_MODULE_INIT() {
     { "forget", NULL, forget, NULL, NULL, NULL, napi_default, NULL },
     { "closePoller", NULL, close_poller, NULL, NULL, NULL, napi_default, NULL },
     { "write", NULL, write_bytes, NULL, NULL, NULL, napi_default, NULL },
+    { "mallopt", NULL, set_mallopt, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof(methods) / sizeof(methods[0]), methods);
   return exports;
