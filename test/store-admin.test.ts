@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { getPriority } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { getPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { parseExposition, sampleValue, type Exposition } from '../bench/harness/exposition.ts';
@@ -367,6 +368,19 @@ describe('main.ts', () => {
     expect(sampleValue(metrics, 'kvstore_memory_arena_page_thread_fallbacks_total')).toBe(0);
     expect(await bare.stop('SIGTERM')).toBe(0);
     expect(await own.stop('SIGTERM')).toBe(0);
+  });
+
+  it("turns on Node's compile cache before the store's modules load (in the OS's temporary directory by default)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvstore-compile-cache-'));
+    track({ destroy: () => rmSync(dir, { recursive: true, force: true }) });
+    // No NODE_COMPILE_CACHE, which would have Node turn the cache on by itself: main.ts does.
+    const env = { STORE_PORT: '0', STORE_METRICS_PORT: '0', STORE_WARMUP_KEYS: '0', TMPDIR: dir, NODE_COMPILE_CACHE: '' };
+    const proc = await startServiceProcess(storeScript, env, 'kvstore ready');
+    track({ destroy: () => proc.child.kill('SIGKILL') });
+    // Node writes the cache out as the process leaves: an entry per module compiled, the store's and its dependencies'.
+    expect(await proc.stop('SIGTERM')).toBe(0);
+    const entries = readdirSync(join(dir, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+    expect(entries.length).toBeGreaterThan(50);
   });
 
   it('exits 0 on SIGINT', async () => {

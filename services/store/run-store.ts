@@ -1,7 +1,5 @@
 // The store's process (main.ts is its entry point): its V8 defaults, its threads'
 // priorities, and the service, run until a signal stops it.
-// First: the process may replace itself with a fixed malloc threshold (malloc-tuning.ts).
-import './runtime/with-malloc-threshold.ts';
 import { loadStoreConfig } from '../config/config.ts';
 import { runService } from '../shared/run-service.ts';
 import { lowerV8WorkerPriority } from './runtime/background-thread-priority.ts';
