@@ -328,6 +328,16 @@ describe('main.ts', () => {
     }
     // The store's own V8 defaults, none given on its command line here (main.ts).
     expect(proc.logs.find((l) => l.msg === 'kvstore ready')!.v8FlagDefaults).toEqual(['--heap-growing-percent=500', '--no-memory-reducer', '--no-flush-bytecode']);
+    // Where start-up went, from the process's start: its parts add up to the whole, and the
+    // admin port says the whole as kvstore_start_duration_seconds.
+    const startup = proc.logs.find((l) => l.msg === 'kvstore ready')!.startup as Record<string, number>;
+    expect(Object.keys(startup).sort()).toEqual(['modulesMs', 'otherMs', 'snapshotLoadMs', 'totalMs', 'warmupMs']);
+    expect(Object.values(startup).every((ms) => ms >= 0)).toBe(true);
+    expect(startup.modulesMs).toBeGreaterThan(0);
+    expect(startup.snapshotLoadMs).toBe(0);
+    expect(startup.modulesMs! + startup.warmupMs! + startup.otherMs!).toBeCloseTo(startup.totalMs!, 0);
+    const exposition = parseExposition(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
+    expect(sampleValue(exposition, 'kvstore_start_duration_seconds')! * 1000).toBeCloseTo(startup.totalMs!, 0);
     const c = await LineClient.connect(port);
     expect(await c.request('SET k v')).toBe('OK');
     expect(await proc.stop('SIGTERM')).toBe(0);

@@ -197,3 +197,15 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
 
   return m;
 }
+
+/**
+ * kvstore_start_duration_seconds, registered once the store serves: the seconds from the
+ * process's start to its ready line (the ready line's `startup` says where they went).
+ */
+export function registerStartDuration(registry: Registry, seconds: number): void {
+  new Gauge({
+    name: 'kvstore_start_duration_seconds',
+    help: "Seconds from the process's start until the store served: Node's start-up and the store's modules, the code warm-up, the snapshot load and the rest (the ready line's startup field splits them).",
+    registers: [registry],
+  }).set(seconds);
+}

@@ -12,6 +12,7 @@ import { warmUpCommandPath } from './runtime/code-warmup.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
 import { rm } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import { BackgroundWork } from './engine/background-work.ts';
 import { KvEngine } from './engine/kv-engine.ts';
 import type { SnapshotFileSystem } from './snapshots/snapshot-file.ts';
@@ -19,7 +20,7 @@ import { createSnapshotMetrics } from './snapshots/snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './snapshots/store-snapshots.ts';
 import { appliedMallocThreshold } from './runtime/malloc-tuning.ts';
 import { THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
-import { createStoreMetrics, type StoreMetrics } from './store-metrics.ts';
+import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './network/tcp-server.ts';
 import { chooseSocketIo } from './network/native-io.ts';
 import { STORE_READY } from '../shared/ready-line.ts';
@@ -46,6 +47,26 @@ export interface StoreDeps {
   readonly backgroundThreadsLowered?: number;
   /** The V8 flags main.ts set as the store's defaults (those the command line did not give), for the ready line. */
   readonly v8FlagDefaults?: readonly string[];
+  /**
+   * Ms from the process's start (performance's time origin) until the store's modules were
+   * loaded, when this call starts the process's store (run-store.ts): start-up is then timed
+   * from the process's start. Omitted (a store in a test's process), from this call.
+   */
+  readonly modulesLoadedMs?: number;
+}
+
+/** Where a store's start-up went, in ms: its ready line's `startup` field. */
+export interface StartupTimes {
+  /** From the process's start (or from startStoreService's call, in a test's process) to serving. */
+  readonly totalMs: number;
+  /** Node's own start-up and the loading of the store's modules. */
+  readonly modulesMs: number;
+  /** The code warm-up (code-warmup.ts). */
+  readonly warmupMs: number;
+  /** Reading the snapshot into the engine. */
+  readonly snapshotLoadMs: number;
+  /** The rest: the page thread's start, the engine, the listeners, the admin app. */
+  readonly otherMs: number;
 }
 
 export interface StoreService {
@@ -97,6 +118,7 @@ function selfAddress(host: string): string {
  */
 export async function startStoreService(config: StoreConfig, deps: StoreDeps): Promise<StoreService> {
   const { logger } = deps;
+  const startedMs = deps.modulesLoadedMs === undefined ? performance.now() : 0;
   const registry = deps.registry ?? createMetricsRegistry();
   // The arena's pages from a thread of their own where that maps each one (page-source.ts).
   const mmapThreshold = appliedMallocThreshold();
@@ -126,9 +148,11 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
   const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
   // The snapshot is loaded before the listener opens: no client sees a half-loaded store.
+  const loadStartedMs = performance.now();
   const loaded = snapshots
     ? await loadSnapshot(snapshots, createEngine, { required: config.snapshotRequired, maxValueBytes: config.maxValueBytes })
     : undefined;
+  const snapshotLoadMs = snapshots ? performance.now() - loadStartedMs : 0;
   const engine = loaded?.engine ?? createEngine();
   // The self-probe's own sockets. The store recognises the server side of one by its
   // peer address (this process's probe socket), and lets it past MAX_CONNECTIONS.
@@ -212,6 +236,18 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const background = new BackgroundWork({ engine, periodMs: deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS, sliceMs: SWEEP_SLICE_MS, rehashMs: REHASH_STEP_MS });
   background.start();
 
+  const totalMs = performance.now() - startedMs;
+  const modulesMs = deps.modulesLoadedMs ?? 0;
+  const ms = (n: number): number => Math.round(n * 10) / 10;
+  const startup: StartupTimes = {
+    totalMs: ms(totalMs),
+    modulesMs: ms(modulesMs),
+    warmupMs: ms(warmup.ms),
+    snapshotLoadMs: ms(snapshotLoadMs),
+    otherMs: ms(Math.max(0, totalMs - modulesMs - warmup.ms - snapshotLoadMs)),
+  };
+  registerStartDuration(registry, totalMs / 1000);
+
   logger.info(
     {
       host: config.host,
@@ -236,6 +272,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
       v8FlagDefaults: deps.v8FlagDefaults,
+      startup,
     },
     STORE_READY,
   );
