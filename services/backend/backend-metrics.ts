@@ -29,6 +29,14 @@ export interface RingView {
   ringChanges(): number;
 }
 
+/** The state of DNS discovery, read at scrape time. */
+export interface DiscoveryView {
+  /** Lookups that failed, timed out or found nothing, since start-up. */
+  failures(): number;
+  /** When a lookup last found members, in ms since the epoch; undefined until one has. */
+  lastSuccessMs(): number | undefined;
+}
+
 export type ShardState = 'up' | 'down' | 'ejected';
 const SHARD_STATES: readonly ShardState[] = ['up', 'down', 'ejected'];
 
@@ -36,6 +44,8 @@ export interface BackendMetricsOptions {
   readonly registry: Registry;
   /** The ring's shards and changes, read at scrape time. */
   readonly ring?: RingView;
+  /** DNS discovery of the shards (SPEC §6), read at scrape time; absent with a list of shards. */
+  readonly discovery?: DiscoveryView;
   /** The request-body budget (BODY_BUFFER_BYTES), read at scrape time. */
   readonly bodyBudget?: { readonly used: number; readonly limit: number };
 }
@@ -99,7 +109,7 @@ interface ShardSeries {
  * inc/observe cost about 2 µs of a request's 25 µs of CPU; these, under 1.1 µs: see
  * docs/benchmarks.md#the-http-path). prom-client reads the totals when it is scraped.
  */
-export function createBackendMetrics({ registry, ring, bodyBudget }: BackendMetricsOptions): BackendMetrics {
+export function createBackendMetrics({ registry, ring, bodyBudget, discovery }: BackendMetricsOptions): BackendMetrics {
   const httpDuration = new FastHistogram({
     name: 'kvbackend_http_request_duration_seconds',
     help: 'Time from request arrival to the end of the response, in seconds.',
@@ -242,6 +252,26 @@ export function createBackendMetrics({ registry, ring, bodyBudget }: BackendMetr
       this.inc(ring.ringChanges());
     },
   });
+
+  if (discovery) {
+    new Counter({
+      name: 'kvbackend_store_discovery_failures_total',
+      help: 'DNS discovery lookups of the store shards (KV_STORE=dnssrv+ or dns+) that failed, timed out or found nothing; each keeps the last members.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(discovery.failures());
+      },
+    });
+    new Gauge({
+      name: 'kvbackend_store_discovery_last_success_timestamp_seconds',
+      help: 'When a DNS discovery lookup of the store shards last found members, in seconds since the epoch; 0 until one has.',
+      registers: [registry],
+      collect() {
+        this.set((discovery.lastSuccessMs() ?? 0) / 1000);
+      },
+    });
+  }
 
   return {
     recordRequest(method, status, seconds) {

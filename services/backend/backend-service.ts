@@ -5,8 +5,10 @@ import { replyLineBound } from '../protocol/limits.ts';
 import { createAdminApp } from '../shared/admin-app.ts';
 import { bindError } from '../shared/bind-error.ts';
 import { backendSettings, type BackendConfig } from '../config/config.ts';
-import { isDiscovery } from '../config/store-list.ts';
-import { ConfigError } from '../shared/config-error.ts';
+import { isDiscovery, type StoreDiscovery, type StoreShard } from '../config/store-list.ts';
+import { addressName } from '../client/shard-resolver.ts';
+import { startShardDiscovery, type ShardDiscovery } from '../client/shard-discovery.ts';
+import { ShardResolver } from '../client/shard-resolver.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import type { Logger } from '../shared/logger.ts';
@@ -29,6 +31,8 @@ export interface BackendDeps {
   readonly idleCheckMs?: number;
   /** Period of the USAGE probe behind kvbackend_store_up (SPEC §3: 5 s). */
   readonly monitorIntervalMs?: number;
+  /** How long a discovery query waits for the DNS server before asking once more (default 2000 ms). */
+  readonly discoveryTimeoutMs?: number;
 }
 
 export interface BackendService {
@@ -66,10 +70,12 @@ const SHUTDOWN_GRACE_MS = 4000;
  */
 export async function startBackendService(config: BackendConfig, deps: BackendDeps): Promise<BackendService> {
   const { logger } = deps;
-  if (isDiscovery(config.store)) {
-    throw new ConfigError(`${backendSettings.store.env}=${JSON.stringify(config.store.entry)} is invalid: the backend does not follow DNS discovery yet`);
-  }
-  const shards = config.store;
+  const source = config.store;
+  const discovered = isDiscovery(source) ? source : undefined;
+  // With discovery the ring starts empty (every request 503, /readyz 503) until a lookup finds members.
+  const shards = discovered ? [] : (source as readonly StoreShard[]);
+  const resolver = discovered && new ShardResolver({ dnsServer: config.storeDnsServer, timeoutMs: deps.discoveryTimeoutMs });
+  let discovery: ShardDiscovery | undefined;
   const registry = deps.registry ?? createMetricsRegistry();
   const bodyBudget = new BodyBudget(config.bodyBufferBytes);
   const metrics = createBackendMetrics({
@@ -78,11 +84,15 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     ring: {
       *shards() {
         for (const s of ring.shards) {
-          const state: ShardState = ring.membership.isEjected(s.name) ? 'ejected' : s.pool.up ? 'up' : 'down';
+          const state: ShardState = ring.isEjected(s.name) ? 'ejected' : s.pool.up ? 'up' : 'down';
           yield { name: s.name, connections: s.pool.stateCounts(), state };
         }
       },
-      ringChanges: () => ring.membership.holder.swaps,
+      ringChanges: () => ring.ringChanges,
+    },
+    discovery: discovered && {
+      failures: () => discovery?.failures ?? 0,
+      lastSuccessMs: () => discovery?.lastSuccessMs,
     },
   });
   // A shard's loss and return are logged once each, not per failed request.
@@ -93,6 +103,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       size: config.storePoolSize,
       timeoutMs: config.storeTimeoutMs,
       maxReplyBytes: replyLineBound(config.maxValueBytes),
+      lookup: resolver?.connectLookup,
     },
     ejectAfter: config.shardEjectAfter,
     retryMs: config.shardRetryMs,
@@ -113,7 +124,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       else logger.info({ shard: change.member.name, members }, 'store shard readmitted');
     },
   });
-  const healthChecker = createHealthChecker(ring, PROBE_TIMEOUT_MS);
+  const healthChecker = createHealthChecker(ring, PROBE_TIMEOUT_MS, discovered && `no store shard discovered yet (${backendSettings.store.env}=${discovered.entry})`);
 
   // draining: shutdown has begun (readiness fails, responses close their connections);
   // closing: the listener is closed too, and new requests get 503.
@@ -151,6 +162,42 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   };
   const admin = createServer(createAdminApp({ registry, probe, health }));
 
+  /**
+   * Follows the shards DNS lists: the first members make the ring at once (every backend
+   * that starts then agrees on it, whichever shards are up); later a new member joins when
+   * its pool is up, one gone from DNS leaves; a member that goes down stays. A change, a
+   * run of failures and the recovery are each logged once, not every poll.
+   */
+  const followDiscovery = (entry: StoreDiscovery, dns: ShardResolver): ShardDiscovery =>
+    startShardDiscovery({
+      source: entry,
+      resolver: dns,
+      refreshMs: config.storeRefreshMs,
+      onMembers: (members) => {
+        const first = ring.shards.length === 0;
+        const before = new Set([...ring.shards, ...ring.joining].map((s) => s.name));
+        ring.setMembers(members, { joinWhenUp: !first });
+        const names = members.map((m) => m.name);
+        const added = names.filter((n) => !before.has(n));
+        const removed = [...before].filter((n) => !names.includes(n));
+        logger.info({ store: entry.entry, members: names, added, removed }, first ? 'store shards discovered' : 'store shards in DNS changed');
+        for (const n of names) metrics.observerFor(n); // their series exist from now
+        for (const n of removed) metrics.forgetShard(n);
+      },
+      onRefresh: (members) => {
+        // A pod that came back at another address: connections still open to the old one reconnect.
+        for (const m of members) {
+          if (!m.addresses) continue;
+          const moved = ring.shard(m.name)?.pool.leaveUnlessAt(m.addresses) ?? 0;
+          if (moved > 0) logger.info({ shard: m.name, addresses: m.addresses }, 'store shard moved; reconnecting');
+        }
+      },
+      onFailure: (err, first) => {
+        if (first) logger.warn({ store: entry.entry, reason: err.reason, err: err.message, members: ring.shards.map((s) => s.name) }, 'store discovery failed; keeping the last members');
+      },
+      onRecovered: (failures) => logger.info({ store: entry.entry, failures }, 'store discovery recovered'),
+    });
+
   let port: number;
   let metricsPort: number;
   const hostSetting = { hostEnv: backendSettings.host.env, host: config.host };
@@ -162,6 +209,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       throw bindError(err, { ...hostSetting, portEnv: backendSettings.metricsPort.env, port: config.metricsPort });
     });
   } catch (err) {
+    resolver?.cancel();
     ring.destroy();
     server.close();
     admin.close();
@@ -169,6 +217,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   }
 
   ring.connect().catch(() => {}); // a store that is down now is retried in the background
+  if (discovered && resolver) discovery = followDiscovery(discovered, resolver);
   // The periodic probe behind kvbackend_store_up{shard} and _usage_bytes{shard}; it
   // reports the usage summed over the shards that answered (undefined when none did).
   const monitor = startStoreMonitor({
@@ -181,14 +230,15 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     onResult: () => {},
     intervalMs: deps.monitorIntervalMs,
   });
-  const shardList = shards.map((s) => (s.name === s.address ? s.name : `${s.name}=${s.address}`));
+  const shardList = discovered ? [discovered.entry] : shards.map((s) => (s.name === s.address ? s.name : `${s.name}=${s.address}`));
   logger.info(
     {
       port,
       metricsPort,
       host: config.host,
       store: shardList.join(','),
-      shards: shardList.length,
+      shards: shards.length,
+      ...(discovered ? { storeRefreshMs: config.storeRefreshMs, storeDnsServer: config.storeDnsServer && addressName(config.storeDnsServer.host, config.storeDnsServer.port) } : {}),
       poolSize: config.storePoolSize,
       storeTimeoutMs: config.storeTimeoutMs,
       shardEjectAfter: config.shardEjectAfter,
@@ -230,6 +280,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
           });
         }
         closing = true;
+        await discovery?.close();
         await connections.drain(deps.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
         await monitor.close();
         await ring.close();
@@ -248,6 +299,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       admin.closeAllConnections();
       admin.close();
       void monitor.close();
+      void discovery?.close();
       ring.destroy();
     },
   };

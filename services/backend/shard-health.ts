@@ -1,4 +1,4 @@
-import { StoreTimeoutError } from '../client/errors.ts';
+import { StoreTimeoutError, StoreUnavailableError } from '../client/errors.ts';
 import type { Shard, ShardedStore } from '../client/sharded-store.ts';
 import type { ShardState } from './backend-metrics.ts';
 
@@ -43,10 +43,11 @@ function probeShard(shard: Shard, timeoutMs: number): Promise<number> {
  * shard answers USAGE. One shard down is not unready (it would take every backend out of
  * its load balancer for the keys of one shard); it shows as `degraded` in the report.
  */
-export function createHealthChecker(ring: ShardedStore, timeoutMs: number) {
+export function createHealthChecker(ring: ShardedStore, timeoutMs: number, noShards = 'no store shard') {
   return {
     /** Resolves with the usage of the first shard that answers; rejects when none does. */
     async ready(): Promise<number> {
+      if (ring.shards.length === 0) throw new StoreUnavailableError(noShards);
       try {
         return await Promise.any(ring.shards.map((s) => probeShard(s, timeoutMs)));
       } catch (err) {
@@ -59,7 +60,7 @@ export function createHealthChecker(ring: ShardedStore, timeoutMs: number) {
       const shards = await Promise.all(
         ring.shards.map(async (shard): Promise<ShardHealth> => {
           const started = performance.now();
-          const ejected = ring.membership.isEjected(shard.name);
+          const ejected = ring.isEjected(shard.name);
           try {
             const usage = await probeShard(shard, timeoutMs);
             const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
@@ -72,7 +73,7 @@ export function createHealthChecker(ring: ShardedStore, timeoutMs: number) {
       const answering = shards.filter((s) => s.up);
       const usage = answering.reduce((sum, s) => sum + s.usage!, 0);
       const status = answering.length === 0 ? 'error' : answering.length === shards.length && shards.every((s) => s.state === 'up') ? 'ok' : 'degraded';
-      return status === 'error' ? { status, usage, shards, error: shards[0]?.error } : { status, usage, shards };
+      return status === 'error' ? { status, usage, shards, error: shards[0]?.error ?? noShards } : { status, usage, shards };
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net';
+import type { LookupFunction, Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
 import { DEFAULT_MAX_REPLY_BYTES } from '../protocol/limits.ts';
 import { decodeReply } from '../protocol/replies.ts';
@@ -12,6 +12,8 @@ export type { ConnectionState } from './store-socket.ts';
 export interface StoreConnectionOptions {
   readonly host: string;
   readonly port: number;
+  /** How the host's name becomes an address on each connect (default: the system's lookup). */
+  readonly lookup?: LookupFunction;
   /** Time-out on every command, from the call to the reply. */
   readonly timeoutMs?: number;
   readonly connectTimeoutMs?: number;
@@ -80,6 +82,7 @@ export class StoreConnection extends StoreCommands {
       {
         host: options.host,
         port: options.port,
+        lookup: options.lookup,
         connectTimeoutMs: options.connectTimeoutMs ?? this.timeoutMs,
         reconnect: this.#reconnect,
         reconnectStrategy: options.reconnectStrategy,
@@ -149,6 +152,18 @@ export class StoreConnection extends StoreCommands {
         break;
     }
     return this.#pipeline.send(payload);
+  }
+
+  /**
+   * Drops a connected socket whose peer is at none of `addresses` (the host's addresses
+   * looked up again), so the reconnect that follows reaches the host where it is now.
+   * True when it did.
+   */
+  leaveUnlessAt(addresses: readonly string[]): boolean {
+    const remote = this.#socket.socket?.remoteAddress?.replace(/^::ffff:/, '');
+    if (this.#socket.state !== 'connected' || remote === undefined || addresses.includes(remote)) return false;
+    this.#socket.fail(new StoreUnavailableError(`store ${this.host}:${this.port} moved from ${remote} to ${addresses.join(', ')}`));
+    return true;
   }
 
   /** Stops reconnecting, lets pending commands finish, then closes the socket. */

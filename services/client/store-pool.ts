@@ -117,6 +117,11 @@ export class StorePool extends StoreCommands {
     return first.usage();
   }
 
+  /** Drops the connections whose peer is at none of the host's current addresses; they reconnect to it. */
+  leaveUnlessAt(addresses: readonly string[]): number {
+    return this.connections.filter((c) => c.leaveUnlessAt(addresses)).length;
+  }
+
   /** How many connections are in each state, for kvbackend_store_pool_connections{state}. */
   stateCounts(): Record<ConnectionState, number> {
     const counts: Record<ConnectionState, number> = { idle: 0, connecting: 0, connected: 0, disconnected: 0, closed: 0 };

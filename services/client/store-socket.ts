@@ -1,4 +1,4 @@
-import { connect, type Socket } from 'node:net';
+import { connect, type LookupFunction, type Socket } from 'node:net';
 import { StoreUnavailableError } from './errors.ts';
 
 export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'disconnected' | 'closed';
@@ -12,6 +12,8 @@ export const defaultReconnectStrategy: ReconnectStrategy = (attempt) => (attempt
 export interface StoreSocketOptions {
   readonly host: string;
   readonly port: number;
+  /** How the host's name becomes an address on each connect (default: the system's lookup). */
+  readonly lookup?: LookupFunction;
   readonly connectTimeoutMs: number;
   /** Reconnect by itself after a failure (else the state goes back to idle). */
   readonly reconnect: boolean;
@@ -84,8 +86,8 @@ export class StoreSocket {
     if (this.#opening) return this.#opening.promise;
     clearTimeout(this.#reconnectTimer);
     this.#setState('connecting');
-    const { host, port, connectTimeoutMs, keepAliveMs, onSocket } = this.#options;
-    const socket = connect({ host, port, noDelay: true });
+    const { host, port, lookup, connectTimeoutMs, keepAliveMs, onSocket } = this.#options;
+    const socket = connect({ host, port, noDelay: true, ...(lookup ? { lookup } : {}) });
     this.#socket = socket;
     onSocket?.(socket);
     let resolve!: () => void;

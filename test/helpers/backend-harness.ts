@@ -4,7 +4,7 @@ import { StoreConnection } from '../../services/client/index.ts';
 import { startBackendService, type BackendDeps, type BackendService } from '../../services/backend/backend-service.ts';
 import { loadBackendConfig, loadStoreConfig, type BackendConfig, type StoreConfig } from '../../services/config/config.ts';
 import { createLogger, type LogLevel, type Logger } from '../../services/shared/logger.ts';
-import { parseStoreList, type StoreShard } from '../../services/config/store-list.ts';
+import { parseStoreList, parseStoreSource, type StoreShard } from '../../services/config/store-list.ts';
 import type { startStoreService } from '../../services/store/store-service.ts';
 import { startFakeStore, type FakeAction, type FakeStore } from './fake-store.ts';
 
@@ -108,11 +108,11 @@ export function backendHarness() {
       return store;
     },
 
-    /** A backend over one store port, or a ring of stores (a list of ports, or a KV_STORE string). */
+    /** A backend over one store port, or a ring of stores (a list of ports, or a KV_STORE string, discovery included). */
     async backend(store: number | readonly number[] | string, overrides: Partial<BackendConfig> = {}, deps: Partial<BackendDeps> = {}): Promise<BackendService> {
       const config = loadBackendConfig(
         {},
-        { host: '127.0.0.1', port: 0, metricsPort: 0, logLevel: 'silent', store: storeList(store), ...overrides },
+        { host: '127.0.0.1', port: 0, metricsPort: 0, logLevel: 'silent', store: typeof store === 'string' ? parseStoreSource(store, 'KV_STORE') : storeList(store), ...overrides },
       );
       const backend = await startBackendService(config, { logger: silentLogger(), ...deps });
       cleanups.push(() => backend.destroy());
