@@ -19,7 +19,8 @@ ${cliCommands.map((c) => `  ${pad(c.synopsis, width)}${c.summary}`).join('\n')}
   ${pad('bench [options]', width)}benchmark the store
 
 Options (before or after the command; \`--\` ends them):
-  --store <list>     the store, or a ring of shards: host:port[,name=host:port...] (overrides KV_STORE)
+  --store <list>     the store, a ring of shards: host:port[,name=host:port...], or
+                     dnssrv+<name> / dns+<host>:<port> (overrides KV_STORE)
   --host <host>      store host (overrides KV_STORE; one store only)
   --port <port>      store port (overrides KV_STORE; one store only)
   --timeout <ms>     time-out per command, connecting included (default ${DEFAULT_TIMEOUT_MS})
@@ -31,6 +32,10 @@ Environment:
                      list of shards (name=host:port, IPv6 as [::1]:8765), as the backend reads it.
                      With several shards a command on a key goes to the key's shard; usage,
                      stats and ping ask every shard and print each one and the total.
+                     DNS discovery, as the backend: dnssrv+<name> (SRV records, one shard per
+                     target host) or dns+<host>:<port> (A/AAAA records, one per address),
+                     looked up once; finding none is an error (exit 2).
+  KV_STORE_DNS_SERVER  host:port of the DNS server for discovery (default: the system's).
 
 Exit status:
   0 success, 1 not found (get, ttl, expire), 2 error: bad arguments, store unreachable,
@@ -49,6 +54,7 @@ Examples:
   kv setex session:1 60 -  < token.bin
   KV_STORE=cache.internal:8765 kv stats
   KV_STORE=s0=10.0.0.1:8765,s1=10.0.0.2:8765 kv usage
+  kv --store dnssrv+_kv._tcp.kvstore.default.svc.cluster.local usage
 `;
 }
 

@@ -1,3 +1,4 @@
+import type { LookupFunction } from 'node:net';
 import { StoreUnavailableError } from '../client/errors.ts';
 import { commandsRoutedBy } from '../protocol/command-table.ts';
 import { StoreConnection } from '../client/store-connection.ts';
@@ -27,12 +28,12 @@ export class ReplShards {
   readonly #ring: ShardRing<StoreShard>;
   readonly #byName = new Map<string, ShardLink>();
 
-  constructor(shards: readonly StoreShard[], timeoutMs: number, singleLabel: string) {
+  constructor(shards: readonly StoreShard[], timeoutMs: number, singleLabel: string, lookup?: LookupFunction) {
     this.#ring = new ShardRing(shards);
     this.links = shards.map((shard) => ({
       shard,
       label: shards.length === 1 ? singleLabel : shard.name,
-      conn: new StoreConnection({ host: shard.host, port: shard.port, timeoutMs, reconnect: false }),
+      conn: new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs, reconnect: false }),
       everConnected: false,
     }));
     for (const link of this.links) this.#byName.set(link.shard.name, link);

@@ -9,7 +9,7 @@ import { historyPath, loadHistory, saveHistory } from './history-file.ts';
 import { displayReply } from './reply-display.ts';
 import { errorJson, replyLineJson } from './reply-json.ts';
 import { ReplShards, type ShardLink } from './repl-shards.ts';
-import { formatAddress, resolveStoreShards } from './store-address.ts';
+import { findStoreTargets, formatAddress } from './store-address.ts';
 
 const PROTOCOL_COMMANDS = COMMAND_TABLE.map((c) => c.name);
 const LOCAL_COMMANDS = ['help', 'exit'];
@@ -38,8 +38,8 @@ export const completeCommand: Completer = (line: string) => {
  * output like any reply and leave the status at 0.
  */
 export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitStatus> {
-  const storeList = resolveStoreShards(io.env, options);
-  const shards = new ReplShards(storeList, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, formatAddress(storeList[0]!));
+  const { shards: storeList, lookup } = await findStoreTargets(io.env, options);
+  const shards = new ReplShards(storeList, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, formatAddress(storeList[0]!), lookup);
   const everyLabel = `${storeList.length} shards`;
   const startLabel = storeList.length === 1 ? shards.links[0]!.label : everyLabel;
   const interactive = Boolean(io.stdin.isTTY);

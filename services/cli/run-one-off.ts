@@ -7,7 +7,7 @@ import { readAll, writeOut, type CliIo } from './cli-io.ts';
 import { ExitCode, type ExitStatus } from './exit-codes.ts';
 import { errorJson } from './reply-json.ts';
 import { combineShardOutcomes, type ShardResult } from './shard-outcomes.ts';
-import { resolveStoreShards } from './store-address.ts';
+import { findStoreTargets, type StoreTargets } from './store-address.ts';
 import { UsageError } from './usage-error.ts';
 
 /**
@@ -17,8 +17,9 @@ import { UsageError } from './usage-error.ts';
  */
 export async function runOneOff(name: string, args: readonly string[], options: GlobalOptions, io: CliIo): Promise<ExitStatus> {
   const connections: StoreConnection[] = [];
+  let lookup: StoreTargets['lookup'];
   const open = (shard: StoreShard) => {
-    const conn = new StoreConnection({ host: shard.host, port: shard.port, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false });
+    const conn = new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false });
     connections.push(conn);
     return conn;
   };
@@ -28,7 +29,9 @@ export async function runOneOff(name: string, args: readonly string[], options: 
     if (args.length < cmd.minArgs || args.length > cmd.maxArgs) {
       throw new UsageError(`wrong number of arguments for ${cmd.name}\nusage: kv ${cmd.synopsis}`);
     }
-    const shards = resolveStoreShards(io.env, options);
+    const targets = await findStoreTargets(io.env, options);
+    const shards = targets.shards;
+    lookup = targets.lookup;
     const ctx: CommandContext = { stdoutIsTTY: Boolean(io.stdout.isTTY), readStdin: () => readAll(io.stdin) };
     if (shards.length > 1 && cmd.target === 'every shard') return await runOnEveryShard(cmd, shards, args, ctx, open, options, io);
     const shard = shards.length === 1 ? shards[0]! : new ShardRing(shards).shardFor(args[0]!);
