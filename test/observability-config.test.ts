@@ -116,6 +116,7 @@ describe('alert rules', () => {
         'KvBackendStoreShardDown',
         'KvBackendStoreShardEjected',
         'KvBackendStoreShardSpreadUnbalanced',
+        'KvBackendStoreDiscoveryFailing',
         'KvBackendStoreConnectionsRefused',
         'KvBackendBodyBufferFull',
         'KvBackend5xxRatioHigh',

@@ -2,7 +2,7 @@
 // store and a backend are started in-process, take a little traffic, and their live
 // /metrics are compared with the names in grafana/dashboards/*.json and alert-rules.yml.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseStoreList } from '../services/config/store-list.ts';
+import { parseStoreList, parseStoreSource } from '../services/config/store-list.ts';
 import { startBackendService, type BackendService } from '../services/backend/backend-service.ts';
 import { loadBackendConfig, loadStoreConfig } from '../services/config/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
@@ -25,6 +25,8 @@ function exportedNames(text: string): Set<string> {
 describe('metric names used by dashboards and alerts', () => {
   let store: StoreService | undefined;
   let backend: BackendService | undefined;
+  /** A backend that finds its store through DNS (the system's lookup of localhost): it alone exports the discovery metrics. */
+  let discovering: BackendService | undefined;
   const exported = { store: new Set<string>(), backend: new Set<string>() };
   const rules = readRules();
   const recorded = new Set(rules.filter((r) => r.kind === 'record').map((r) => r.name));
@@ -44,9 +46,15 @@ describe('metric names used by dashboards and alerts', () => {
     expect((await http('/observability-missing')).status).toBe(404);
     exported.store = exportedNames(await (await fetch(`http://127.0.0.1:${store.metricsPort}/metrics`)).text());
     exported.backend = exportedNames(await (await fetch(`http://127.0.0.1:${backend.metricsPort}/metrics`)).text());
+    discovering = await startBackendService(
+      loadBackendConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, store: parseStoreSource(`dns+localhost:${store.port}`, 'KV_STORE') }),
+      { logger },
+    );
+    for (const name of exportedNames(await (await fetch(`http://127.0.0.1:${discovering.metricsPort}/metrics`)).text())) exported.backend.add(name);
   });
 
   afterAll(async () => {
+    await discovering?.close();
     await backend?.close();
     await store?.close();
   });

@@ -478,6 +478,18 @@ export default dashboard({
         min: 0,
         queries: [query(`sum by (shard, kind) (${rate('kvbackend_store_errors_total')})`, '{{shard}} {{kind}}')],
       }),
+      timeseries({
+        title: 'Shard discovery',
+        description:
+          'With KV_STORE=dnssrv+ or dns+: seconds since each backend\'s last DNS lookup that found shards (kvbackend_store_discovery_last_success_timestamp_seconds) and its failed, timed-out or empty lookups over 5 minutes (kvbackend_store_discovery_failures_total). KvBackendStoreDiscoveryFailing fires past 300 s while lookups fail. Backends that list their shards have neither series: both lines stay at 0.',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [
+          query(`max by (instance) (time() - ${sel('kvbackend_store_discovery_last_success_timestamp_seconds')}) or on() vector(0)`, 'seconds since a lookup found shards {{instance}}'),
+          query(`sum by (instance) (increase(${sel('kvbackend_store_discovery_failures_total')}[5m])) or on() vector(0)`, 'failed lookups / 5m {{instance}}'),
+        ],
+      }),
     ]),
 
     row('Processes', [
