@@ -28,6 +28,8 @@ describe('loadStoreConfig', () => {
       snapshotIntervalS: 0,
       nativeIo: 'auto',
       snapshotRequired: false,
+      password: undefined,
+      passwordFile: '',
       logLevel: 'info',
       maxValueBytes: 1048576,
     });
@@ -66,6 +68,8 @@ describe('loadStoreConfig', () => {
       snapshotIntervalS: 60,
       nativeIo: 'off',
       snapshotRequired: true,
+      password: undefined,
+      passwordFile: '',
       logLevel: 'debug',
       maxValueBytes: 64,
     });

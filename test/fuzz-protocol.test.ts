@@ -3,7 +3,8 @@
 // parser against a reference parser written from SPEC §1 (lines embedded in random bytes,
 // so it can never read outside its line), and the real store server, which must send
 // exactly one reply per complete line, the reply a reference keyspace predicts, and run
-// nothing that was not sent as a whole line.
+// nothing that was not sent as a whole line; with a password set too (SPEC §8), where
+// the reference also follows each connection's AUTH state.
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -25,6 +26,7 @@ import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { refValidKey } from './helpers/reference-key-rule.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
+import { Secret } from '../services/shared/secret.ts';
 
 afterEach(destroyAll);
 
@@ -40,7 +42,11 @@ const limits = { plugins: [fc.interruptAfterTimeLimit(20_000)] };
 const valid = [
   'SET k v', 'SET k ', 'SET k  two  spaces ', 'GET k', 'DELETE k', 'USAGE', 'PING', 'STATS', 'TTL k',
   'SETEX k 5 v', 'SETEX k 1000000000 v', 'EXPIRE k 7', 'get k', 'sEt K value', 'SET é ünïcode', 'QUIT',
+  // PASSWORD below, and near misses of it.
+  'AUTH pw k', 'auth pw k', 'AUTH pw', 'AUTH  pw k', 'AUTH pw k ', 'AUTH ', 'AUTH',
 ];
+/** The password of the stores that have one; its space makes the rest-of-line rule matter. */
+const PASSWORD = 'pw k';
 
 /** Bytes that matter to framing and parsing, plus letters of command names. */
 const special = fc.constantFrom(LF, CR, SPACE, 0x00, 0x7f, 0xff, 0xc3, 0xa9, 0x80, 0xe2, 0x09, 0x30, 0x31, 0x39, ...Buffer.from('SETGDLXPIUAQkv'));
@@ -211,7 +217,7 @@ describe('LineFramer under random input', () => {
 
 // ---------------------------------------------------------------- parser
 
-const NAMES = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS'];
+const NAMES = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'AUTH'];
 
 function refSeconds(token: Buffer): number {
   const s = token.toString('latin1');
@@ -284,6 +290,9 @@ function refParse(line: Buffer, maxValue: number): RefParse {
       if (seconds === 0) return e(INVALID_EXPIRE_TIME);
       return { code: OK, name, key, seconds };
     }
+    case 'AUTH':
+      // The password is the rest of the line, whatever it holds (SPEC §8).
+      return args === null ? e(WRONG_NUMBER_OF_ARGUMENTS) : { code: OK, name, value: args };
     default:
       return args === null ? { code: OK, name } : e(WRONG_NUMBER_OF_ARGUMENTS);
   }
@@ -340,7 +349,7 @@ describe('parseCommand under random and mutated lines', () => {
           expect(Number(token.toString('latin1'))).toBe(out.seconds);
           parts.push(token);
         }
-        if (name === 'SET' || name === 'SETEX') parts.push(line.subarray(out.valueStart, out.valueEnd));
+        if (name === 'SET' || name === 'SETEX' || name === 'AUTH') parts.push(line.subarray(out.valueStart, out.valueEnd));
         const rebuilt = Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from(' '), p])));
         expect(rebuilt.toString('hex')).toBe(line.toString('hex'));
       }),
@@ -364,13 +373,16 @@ function splitAtLf(stream: Buffer): Buffer[] {
 
 /**
  * The replies a fresh store must send for `lines` on one connection (clock frozen, no
- * eviction), and whether it then closes: after QUIT, or at an over-long line.
+ * eviction), and whether it then closes: after QUIT, at an over-long line, or at the
+ * third wrong password. With `password`, the connection starts unauthenticated.
  */
-function expectedReplies(lines: Buffer[], maxValue: number): { replies: string[]; closes: boolean; ran: number } {
+function expectedReplies(lines: Buffer[], maxValue: number, password?: string): { replies: string[]; closes: boolean; ran: number } {
   const bound = lineBound(maxValue);
   const keys = new Map<string, { value: Buffer; ttl: number }>();
   const replies: string[] = [];
   let ran = 0;
+  let authenticated = password === undefined;
+  let failures = 0;
   for (const raw of lines) {
     if (raw.length > bound) {
       replies.push('ERROR line too long');
@@ -380,6 +392,11 @@ function expectedReplies(lines: Buffer[], maxValue: number): { replies: string[]
     // The framer drops one CR right before the LF.
     const line = raw.length > 0 && raw[raw.length - 1] === CR ? raw.subarray(0, raw.length - 1) : raw;
     const p = refParse(line, maxValue);
+    // Before AUTH only AUTH and QUIT are read; any other line, well-formed or not, is refused.
+    if (!authenticated && p.name !== 'AUTH' && p.name !== 'QUIT') {
+      replies.push('ERROR authentication required');
+      continue;
+    }
     if (p.code !== OK) {
       replies.push(PARSE_ERROR_REPLIES[p.code]!.trimEnd());
       continue;
@@ -421,6 +438,17 @@ function expectedReplies(lines: Buffer[], maxValue: number): { replies: string[]
       case 'QUIT':
         replies.push('BYE');
         return { replies, closes: true, ran };
+      case 'AUTH':
+        if (password === undefined) {
+          replies.push('ERROR authentication not enabled');
+        } else if (p.value!.equals(Buffer.from(password))) {
+          replies.push('OK');
+          authenticated = true;
+        } else {
+          replies.push('ERROR invalid password');
+          if (++failures === 3) return { replies, closes: true, ran };
+        }
+        break;
     }
   }
   return { replies, closes: false, ran };
@@ -453,10 +481,10 @@ function receivedReplies(c: LineClient, expected: string[]): string[] {
   return c.received.map((r, i) => (expected[i] === 'STATS*' && r.startsWith('STATS keys=') ? 'STATS*' : r));
 }
 
-/** A property over pipelined streams (see pipelinedStreamArb), each run against a fresh store and one client. */
-function onFreshStore(maxValue: number, check: (store: TestStore, c: LineClient, stream: Buffer, sizes: number[]) => Promise<void>) {
+/** A property over pipelined streams (see pipelinedStreamArb), each run against a fresh store (with `password`, if given) and one client. */
+function onFreshStore(maxValue: number, check: (store: TestStore, c: LineClient, stream: Buffer, sizes: number[]) => Promise<void>, password?: string) {
   return fc.asyncProperty(pipelinedStreamArb(maxValue), async ({ stream, sizes }) => {
-    const store = await startTestStore({ maxValueBytes: maxValue });
+    const store = await startTestStore({ maxValueBytes: maxValue, password: password === undefined ? undefined : new Secret(password) });
     try {
       await check(store, await store.client(), stream, sizes);
     } finally {
@@ -465,7 +493,10 @@ function onFreshStore(maxValue: number, check: (store: TestStore, c: LineClient,
   });
 }
 
-describe('the store server under random and mutated input', () => {
+describe.each([
+  ['no password', undefined],
+  ['a password', PASSWORD],
+])('the store server under random and mutated input, with %s', (_, password) => {
   it('sends exactly one reply per complete line, the one a reference keyspace predicts, and runs nothing else', async () => {
     const maxValue = 48; // line bound 560: huge tokens cross it
     await fc.assert(
@@ -473,10 +504,10 @@ describe('the store server under random and mutated input', () => {
         const segments = splitAtLf(stream);
         const complete = segments.slice(0, -1);
         const rest = segments.at(-1)!;
-        const before = expectedReplies(complete, maxValue);
+        const before = expectedReplies(complete, maxValue, password);
         // Unless the stream ends the connection, an LF then completes the tail and a PING follows.
         const finished = before.closes || rest.length > lineBound(maxValue);
-        const { replies, ran, closes } = expectedReplies(finished ? [...complete, rest] : [...complete, rest, Buffer.from('PING')], maxValue);
+        const { replies, ran, closes } = expectedReplies(finished ? [...complete, rest] : [...complete, rest, Buffer.from('PING')], maxValue, password);
         sendInPieces(c, stream, sizes);
         if (!finished) {
           // Nothing for the tail yet: a reply to it now would be a command it did not send whole.
@@ -494,7 +525,7 @@ describe('the store server under random and mutated input', () => {
           await c.closed;
           expect(c.received).toHaveLength(replies.length);
         }
-      }),
+      }, password),
       { ...limits, numRuns: 60 },
     );
   });
@@ -507,13 +538,13 @@ describe('the store server under random and mutated input', () => {
         const rest = segments.at(-1)!;
         // An over-long partial line is still answered (the store need not see its end to know).
         const sent = rest.length > lineBound(maxValue) ? segments : segments.slice(0, -1);
-        const { replies, ran } = expectedReplies(sent, maxValue);
+        const { replies, ran } = expectedReplies(sent, maxValue, password);
         sendInPieces(c, stream, sizes);
         c.socket.end(); // FIN: nothing more will come, the replies still must
         await c.closed;
         expect(receivedReplies(c, replies)).toEqual(replies);
         expect(store.service.metrics.commands.reduce((a, b) => a + b, 0)).toBe(ran);
-      }),
+      }, password),
       { ...limits, numRuns: 40 },
     );
   });

@@ -55,9 +55,9 @@ const STORE_METRICS: Record<string, string> = {
   kvstore_output_limit_disconnects_total: 'counter',
 };
 
-const COMMANDS = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'UNKNOWN'];
+const COMMANDS = ['SET', 'GET', 'DELETE', 'USAGE', 'QUIT', 'PING', 'SETEX', 'EXPIRE', 'TTL', 'STATS', 'AUTH', 'UNKNOWN'];
 const RESULTS = ['ok', 'not_found', 'error'];
-const REASONS = ['empty_command', 'unknown_command', 'wrong_number_of_arguments', 'invalid_key', 'invalid_expire_time', 'value_too_large', 'line_too_long'];
+const REASONS = ['empty_command', 'unknown_command', 'wrong_number_of_arguments', 'invalid_key', 'invalid_expire_time', 'value_too_large', 'line_too_long', 'authentication_required'];
 const YIELD_REASONS = ['reply_bound', 'command_budget', 'time_slice', 'turn_budget'];
 
 describe('admin endpoints', () => {

@@ -76,6 +76,8 @@ export function replHelp(): string {
   TTL <key>                        TTL <seconds>, TTL -1 (no expiry), or (nil)
   EXPIRE <key> <seconds>
   USAGE   PING   STATS
+AUTH is not typed here: kv sends the store's password itself on every connection, from
+--password-file, KV_STORE_PASSWORD_FILE or KV_STORE_PASSWORD (kv --help).
 Store errors are shown as (error) <reason>. Local commands: help, quit (or exit, Ctrl-D).
 With several shards a line with a key goes to the key's shard (the prompt names the shard
 that answered); USAGE, PING and STATS go to every shard, a line each, then the total USAGE.

@@ -133,6 +133,9 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
         // Not a command: nothing to send, nothing to print.
       } else if (lower === 'quit' || lower === 'exit') {
         break;
+      } else if (lower === 'auth' || lower.startsWith('auth ')) {
+        // Never sent nor kept: a password typed here would land in the history file.
+        await notice('AUTH is sent by kv itself: give the password with --password-file, KV_STORE_PASSWORD_FILE or KV_STORE_PASSWORD');
       } else if (lower === 'help' || lower.startsWith('help ')) {
         const topic = trimmed.slice(4).trim();
         await writeOut(io.stdout, (topic && commandHelp(topic)) || replHelp());
@@ -148,7 +151,7 @@ export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitSt
   } finally {
     rl.close();
     shards.destroy();
-    saveHistory(histPath, history);
+    saveHistory(histPath, history.filter((l) => !/^\s*auth(\s|$)/i.test(l)));
   }
   return transportFailures > 0 ? ExitCode.error : ExitCode.ok;
 }

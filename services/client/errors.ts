@@ -32,6 +32,18 @@ export class StoreMaxConnectionsError extends StoreUnavailableError {
   override name = 'StoreMaxConnectionsError';
 }
 
+/**
+ * The store refused this client's password, or wants one and the client has none (SPEC §8):
+ * a transport failure, as no command can go through on that connection. The message
+ * names the store and its reply, never the password.
+ */
+export class StoreAuthError extends StoreUnavailableError {
+  override name = 'StoreAuthError';
+}
+
+/** The reply to any command but AUTH and QUIT on a connection that has not sent the store's password. */
+export const AUTHENTICATION_REQUIRED_REFUSAL = errorLine(ERROR_REASONS.authenticationRequired);
+
 /** The line a store sends on a connection it refuses at MAX_CONNECTIONS (it never answers a command with it). */
 export const MAX_CONNECTIONS_REFUSAL = errorLine(ERROR_REASONS.maxConnections);
 

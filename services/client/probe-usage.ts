@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import type { Secret } from '../shared/secret.ts';
 import { StoreConnection } from './store-connection.ts';
 
 export interface ProbeTarget {
@@ -7,6 +8,8 @@ export interface ProbeTarget {
   readonly timeoutMs: number;
   /** Told of the probe's socket as soon as it exists. */
   readonly onSocket?: (socket: Socket) => void;
+  /** The store's password, sent with AUTH first. */
+  readonly password?: Secret | undefined;
 }
 
 /**
@@ -14,8 +17,8 @@ export interface ProbeTarget {
  * A new connection each time on purpose: it proves the listener accepts, which a
  * pooled connection opened long ago would not.
  */
-export async function probeUsage({ host, port, timeoutMs, onSocket }: ProbeTarget): Promise<number> {
-  const conn = new StoreConnection({ host, port, timeoutMs, reconnect: false, maxPending: 1, onSocket });
+export async function probeUsage({ host, port, timeoutMs, onSocket, password }: ProbeTarget): Promise<number> {
+  const conn = new StoreConnection({ host, port, timeoutMs, reconnect: false, maxPending: 1, onSocket, password });
   try {
     return await conn.usage();
   } finally {

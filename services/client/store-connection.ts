@@ -1,9 +1,10 @@
 import type { LookupFunction, Socket } from 'node:net';
 import { LineFramer } from '../protocol/line-framer.ts';
 import { DEFAULT_MAX_REPLY_BYTES } from '../protocol/limits.ts';
-import { decodeReply } from '../protocol/replies.ts';
+import { decodeReply, ERROR_REASONS } from '../protocol/replies.ts';
+import type { Secret } from '../shared/secret.ts';
 import { CommandPipeline } from './command-pipeline.ts';
-import { MAX_CONNECTIONS_REFUSAL, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
+import { AUTHENTICATION_REQUIRED_REFUSAL, MAX_CONNECTIONS_REFUSAL, StoreAuthError, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
 import { StoreSocket, type ConnectionState, type ReconnectStrategy } from './store-socket.ts';
 
@@ -33,6 +34,10 @@ export interface StoreConnectionOptions {
   readonly onStateChange?: (state: ConnectionState) => void;
   /** Told when a command times out on this connection (the store went silent). */
   readonly onTimeout?: () => void;
+  /** The store's password (SPEC §8): sent with AUTH first on every socket, before any command. */
+  readonly password?: Secret | undefined;
+  /** Told each time the store refuses the password (or wants one this connection has not got). */
+  readonly onAuthFailure?: (err: StoreAuthError) => void;
 }
 
 /**
@@ -49,6 +54,10 @@ export interface StoreConnectionOptions {
  * packets, still lets a new socket connect. So the socket that replaces a timed-out one
  * must answer a PING before it counts as connected, and until then commands fail at once
  * (503) instead of each waiting for its own time-out (504).
+ *
+ * With a password, every socket sends `AUTH <password>` first and carries commands only
+ * once the store has said OK (or that it has no password: a client may be given the
+ * password before its store is), so queued commands never reach the store ahead of it.
  */
 export class StoreConnection extends StoreCommands {
   readonly host: string;
@@ -59,6 +68,10 @@ export class StoreConnection extends StoreCommands {
   readonly #onTimeout: (() => void) | undefined;
   readonly #reconnect: boolean;
   readonly #socket: StoreSocket;
+  readonly #password: Secret | undefined;
+  readonly #onAuthFailure: ((err: StoreAuthError) => void) | undefined;
+  /** The AUTH of the current socket is on its way (its reply is not a command's). */
+  #authenticating = false;
 
   /** The last socket timed out: the next one must answer a PING before it carries commands. */
   #silent = false;
@@ -78,6 +91,8 @@ export class StoreConnection extends StoreCommands {
     this.#onRefused = options.onRefused;
     this.#onTimeout = options.onTimeout;
     this.#reconnect = options.reconnect ?? true;
+    this.#password = options.password;
+    this.#onAuthFailure = options.onAuthFailure;
     this.#socket = new StoreSocket(
       {
         host: options.host,
@@ -197,7 +212,10 @@ export class StoreConnection extends StoreCommands {
     return this.#pipeline.batching;
   }
 
-  /** The socket is open: it carries commands at once, or once the store answers a PING after a time-out. */
+  /**
+   * The socket is open: it carries commands at once, or once the store has taken the
+   * password (AUTH) and, after a time-out, answered a PING; both go in one write.
+   */
   #onOpened(): void {
     const socket = this.#socket.socket!;
     this.#framer = new LineFramer(this.#maxReplyBytes, {
@@ -206,11 +224,14 @@ export class StoreConnection extends StoreCommands {
     });
     // The backoff is reset by the first reply, not here: a full store accepts and then
     // refuses, and a reset on connect would make the retries back-to-back.
-    if (!this.#silent) return this.#ready();
-    this.#verifying = true;
-    this.#socket.write('PING\n');
+    this.#authenticating = this.#password !== undefined;
+    this.#verifying = this.#silent;
+    if (!this.#authenticating && !this.#verifying) return this.#ready();
+    let first = this.#authenticating ? `AUTH ${this.#password!.reveal()}\n` : '';
+    if (this.#verifying) first += 'PING\n';
+    this.#socket.write(first);
     this.#verifyTimer = setTimeout(() => {
-      if (this.#socket.socket === socket && this.#verifying) {
+      if (this.#socket.socket === socket && (this.#verifying || this.#authenticating)) {
         this.#socket.fail(new StoreUnavailableError(`store ${this.host}:${this.port} did not answer within ${this.timeoutMs} ms`));
       }
     }, this.timeoutMs);
@@ -218,6 +239,7 @@ export class StoreConnection extends StoreCommands {
 
   #ready(): void {
     this.#verifying = false;
+    this.#authenticating = false;
     this.#silent = false;
     clearTimeout(this.#verifyTimer);
     this.#socket.ready();
@@ -233,6 +255,7 @@ export class StoreConnection extends StoreCommands {
     // itself opens its next socket for the next command, as the first one.
     if (err instanceof StoreTimeoutError && this.#reconnect) this.#silent = true;
     this.#verifying = false;
+    this.#authenticating = false;
     clearTimeout(this.#verifyTimer);
     this.#pipeline.rejectAll(err);
   }
@@ -244,12 +267,35 @@ export class StoreConnection extends StoreCommands {
       this.#socket.fail(new StoreMaxConnectionsError(`store ${this.host}:${this.port} refused the connection: max connections reached`));
       return;
     }
+    if (line === AUTHENTICATION_REQUIRED_REFUSAL) {
+      // A store with a password, and this connection has none: no command can go through.
+      return this.#authFailed(`store ${this.host}:${this.port} requires a password (it replied ${line})${this.#password === undefined ? ': none is set' : ''}`);
+    }
+    if (this.#authenticating) {
+      this.#authenticating = false;
+      const reply = decodeReply(line);
+      // A refused password keeps the backoff growing: retrying at once cannot succeed.
+      // `authentication not enabled`: the store has no password (yet); the connection serves.
+      if (reply.kind === 'error' && reply.reason !== ERROR_REASONS.authenticationNotEnabled) {
+        return this.#authFailed(`store ${this.host}:${this.port} refused the password (it replied ${line})`);
+      }
+      if (reply.kind !== 'ok' && reply.kind !== 'error') return this.#socket.fail(new StoreProtocolError(`unexpected reply to AUTH: ${JSON.stringify(line.slice(0, 80))}`));
+      this.#socket.resetBackoff();
+      if (!this.#verifying) this.#ready();
+      return;
+    }
     this.#socket.resetBackoff();
     if (this.#verifying) {
       if (decodeReply(line).kind !== 'pong') return this.#socket.fail(new StoreProtocolError(`unexpected reply to PING: ${JSON.stringify(line.slice(0, 80))}`));
       return this.#ready();
     }
     if (!this.#pipeline.reply(line)) this.#socket.fail(new StoreProtocolError(`unsolicited reply from store: ${JSON.stringify(line.slice(0, 80))}`));
+  }
+
+  #authFailed(message: string): void {
+    const err = new StoreAuthError(message);
+    this.#onAuthFailure?.(err);
+    this.#socket.fail(err);
   }
 
   #teardown(err: Error): void {

@@ -4,6 +4,7 @@ import { ConfigError } from '../shared/config-error.ts';
 import type { LogLevel } from '../shared/logger.ts';
 import { flag, host, hostPort, integer, oneOf, snapshotPath, type HostPort } from './setting-parsers.ts';
 import { parseStoreSource } from './store-list.ts';
+import { passwordFilePath, passwordValue, resolvePassword } from './password-settings.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
@@ -19,6 +20,8 @@ export interface Setting<T> {
   readonly default: string;
   readonly description: string;
   readonly parse: (raw: string, env: string) => T;
+  /** Parsed as given, not trimmed (a password: its spaces are part of it). */
+  readonly verbatim?: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -35,7 +38,7 @@ export const commonSettings = {
 } satisfies Record<string, Setting<unknown>>;
 
 export const storeSettings = {
-  host: { env: 'STORE_HOST', default: '127.0.0.1', description: 'Address the store (and its admin port) binds. The protocol has no authentication: listening on all interfaces is an explicit choice.', parse: host },
+  host: { env: 'STORE_HOST', default: '127.0.0.1', description: 'Address the store (and its admin port) binds. Without STORE_PASSWORD anyone who reaches the port can read and change every key: listening on all interfaces is an explicit choice.', parse: host },
   port: { env: 'STORE_PORT', default: '8765', description: 'TCP port of the line protocol.', parse: port },
   metricsPort: { env: 'STORE_METRICS_PORT', default: '8766', description: 'Admin HTTP port of the store: /metrics, /livez, /readyz, /healthz.', parse: port },
   maxMemoryBytes: { env: 'MAX_MEMORY_BYTES', default: '268435456', description: 'Cap on USAGE (key bytes + value bytes); never passed.', parse: integer(1, Number.MAX_SAFE_INTEGER) },
@@ -68,6 +71,20 @@ export const storeSettings = {
       'Client sockets read and written by the store\'s C add-on (built by `npm ci` where a C compiler and Node\'s headers are present; Linux): `auto` uses it when built, else Node\'s own socket I/O; `on` refuses to start without it; `off` never uses it.',
     parse: oneOf<NativeIoMode>('auto', 'on', 'off'),
   },
+  password: {
+    env: 'STORE_PASSWORD',
+    default: '',
+    description:
+      'A password every connection must send with `AUTH <password>` before any other command but QUIT (see Security); empty = none. Taken as given, spaces included; no line break. Prefer STORE_PASSWORD_FILE: a variable shows in the process\'s environment.',
+    parse: passwordValue,
+    verbatim: true,
+  },
+  passwordFile: {
+    env: 'STORE_PASSWORD_FILE',
+    default: '',
+    description: 'A file holding the password instead (a Docker or Kubernetes secret), read at start-up; one trailing line break is dropped. Not with STORE_PASSWORD.',
+    parse: passwordFilePath,
+  },
   snapshotRequired: {
     env: 'STORE_SNAPSHOT_REQUIRED',
     default: 'false',
@@ -99,6 +116,19 @@ export const backendSettings = {
     default: '',
     description: 'With DNS discovery: the DNS server to ask, `host:port` (IPv6 as `[::1]:53`), for the records and for the SRV targets\' addresses; empty = the system\'s resolvers.',
     parse: dnsServer,
+  },
+  storePassword: {
+    env: 'KV_STORE_PASSWORD',
+    default: '',
+    description: 'The password of the store shards (their STORE_PASSWORD), sent with AUTH on every connection before any command; empty = none. Taken as given, spaces included. Prefer KV_STORE_PASSWORD_FILE.',
+    parse: passwordValue,
+    verbatim: true,
+  },
+  storePasswordFile: {
+    env: 'KV_STORE_PASSWORD_FILE',
+    default: '',
+    description: 'A file holding that password instead, read at start-up; one trailing line break is dropped. Not with KV_STORE_PASSWORD.',
+    parse: passwordFilePath,
   },
   storeTimeoutMs: { env: 'STORE_TIMEOUT_MS', default: '1000', description: 'Time-out on every store command, in ms.', parse: integer(1, 600_000) },
   storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to each store shard; requests are pipelined on them.', parse: integer(1, 256) },
@@ -141,7 +171,8 @@ export function loadConfig<S extends Record<string, Setting<unknown>>>(settings:
   const out: Record<string, unknown> = {};
   for (const [name, setting] of Object.entries(settings)) {
     const raw = env[setting.env];
-    out[name] = setting.parse(raw === undefined || raw === '' ? setting.default : raw.trim(), setting.env);
+    const given = raw === undefined || raw === '' ? setting.default : raw;
+    out[name] = setting.parse(setting.verbatim === true ? given : given.trim(), setting.env);
   }
   return Object.freeze(out) as Parsed<S>;
 }
@@ -153,8 +184,25 @@ function checkDistinctPorts(port: number, portEnv: string, metricsPort: number, 
   }
 }
 
+/** The password in effect: STORE_PASSWORD's, or STORE_PASSWORD_FILE's read now (the store reads the file again on reload). */
+export function storePasswordOf(config: Pick<StoreConfig, 'password' | 'passwordFile'>) {
+  return resolvePassword({ password: config.password, passwordFile: config.passwordFile, passwordEnv: storeSettings.password.env, passwordFileEnv: storeSettings.passwordFile.env });
+}
+
+/** The store shards' password for a client (the backend): KV_STORE_PASSWORD's, or KV_STORE_PASSWORD_FILE's read now. */
+export function clientPasswordOf(config: { readonly storePassword: StoreConfig['password']; readonly storePasswordFile: string }) {
+  return resolvePassword({
+    password: config.storePassword,
+    passwordFile: config.storePasswordFile,
+    passwordEnv: backendSettings.storePassword.env,
+    passwordFileEnv: backendSettings.storePasswordFile.env,
+  });
+}
+
 export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}): StoreConfig {
-  const config = Object.freeze({ ...loadConfig(storeSettings, env), ...overrides });
+  const loaded = { ...loadConfig(storeSettings, env), ...overrides };
+  // The file is read once here, so a missing or unusable one stops the start.
+  const config = Object.freeze({ ...loaded, password: storePasswordOf(loaded) });
   checkDistinctPorts(config.port, storeSettings.port.env, config.metricsPort, storeSettings.metricsPort.env);
   if (config.snapshotIntervalS > 0 && config.snapshotPath === '') {
     throw new ConfigError(`${storeSettings.snapshotIntervalS.env}=${config.snapshotIntervalS} is invalid: it needs ${storeSettings.snapshotPath.env} (where to write)`);
@@ -163,7 +211,8 @@ export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}):
 }
 
 export function loadBackendConfig(env: Env, overrides: Partial<BackendConfig> = {}): BackendConfig {
-  const config = Object.freeze({ ...loadConfig(backendSettings, env), ...overrides });
+  const loaded = { ...loadConfig(backendSettings, env), ...overrides };
+  const config = Object.freeze({ ...loaded, storePassword: clientPasswordOf(loaded) });
   checkDistinctPorts(config.port, backendSettings.port.env, config.metricsPort, backendSettings.metricsPort.env);
   if (config.bodyBufferBytes < config.maxValueBytes) {
     throw new ConfigError(

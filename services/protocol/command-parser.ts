@@ -29,7 +29,8 @@ export const SETEX = 6;
 export const EXPIRE = 7;
 export const TTL = 8;
 export const STATS = 9;
-export const UNKNOWN = 10;
+export const AUTH = 10;
+export const UNKNOWN = 11;
 
 /** The `command` metric label of each code (upper-case name, or UNKNOWN): the command table's names. */
 export const COMMAND_NAMES = [...COMMAND_TABLE.map((c) => c.name), 'UNKNOWN'] as const;
@@ -60,6 +61,7 @@ export class ParsedCommand {
   command = UNKNOWN;
   keyStart = 0;
   keyEnd = 0;
+  /** SET and SETEX: the value; AUTH: the password (the rest of the line, maybe empty). */
   valueStart = 0;
   valueEnd = 0;
   /** SETEX and EXPIRE: 1 to MAX_TTL_SECONDS. */
@@ -87,6 +89,7 @@ function commandOf(buf: Buffer, s: number, len: number): number {
       const a = lc(buf[s]!), b = lc(buf[s + 1]!), c = lc(buf[s + 2]!), d = lc(buf[s + 3]!);
       if (a === 0x70 && b === 0x69 && c === 0x6e && d === 0x67 /* ping */) return PING;
       if (a === 0x71 && b === 0x75 && c === 0x69 && d === 0x74 /* quit */) return QUIT;
+      if (a === 0x61 && b === 0x75 && c === 0x74 && d === 0x68 /* auth */) return AUTH;
       return UNKNOWN;
     }
     case 5:
@@ -217,6 +220,11 @@ export function parseCommand(buf: Buffer, start: number, end: number, maxValueBy
       out.seconds = seconds;
       return OK;
     }
+    case AUTH:
+      if (!hasArgs) return WRONG_NUMBER_OF_ARGUMENTS;
+      out.valueStart = argStart;
+      out.valueEnd = end;
+      return OK;
     default:
       // USAGE, QUIT, PING, STATS take no arguments.
       return hasArgs ? WRONG_NUMBER_OF_ARGUMENTS : OK;

@@ -4,9 +4,13 @@
 // here; test/command-table.test.ts fails when one of those misses a row.
 
 /** What follows the command name on the line. */
-export type CommandArgs = 'none' | 'key' | 'key seconds' | 'key value' | 'key seconds value';
+export type CommandArgs = 'none' | 'key' | 'key seconds' | 'key value' | 'key seconds value' | 'password';
 
-/** How a client over several shards sends it: to the key's shard, to every shard, or to none (it ends the connection). */
+/**
+ * How a client over several shards sends it: to the key's shard, to every shard, or to
+ * none, because it belongs to the connection itself (QUIT ends it; AUTH is sent by the
+ * client library on every connection it opens, SPEC §8).
+ */
 export type CommandRouting = 'key' | 'every_shard' | 'connection';
 
 export interface CommandSpec {
@@ -30,6 +34,8 @@ export const COMMAND_TABLE = [
   { name: 'EXPIRE', args: 'key seconds', routing: 'key', clientMethod: 'expire' },
   { name: 'TTL', args: 'key', routing: 'key', clientMethod: 'ttl' },
   { name: 'STATS', args: 'none', routing: 'every_shard', clientMethod: 'stats' },
+  // The password is the rest of the line, spaces included (SPEC §8).
+  { name: 'AUTH', args: 'password', routing: 'connection', clientMethod: undefined },
 ] as const satisfies readonly CommandSpec[];
 
 export type KnownCommandName = (typeof COMMAND_TABLE)[number]['name'];

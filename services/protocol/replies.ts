@@ -32,6 +32,10 @@ export const ERROR_REASONS = Object.freeze({
   outOfMemory: 'out of memory',
   lineTooLong: 'line too long',
   maxConnections: 'max connections reached',
+  // SPEC §8: the store's password.
+  authenticationRequired: 'authentication required',
+  invalidPassword: 'invalid password',
+  authenticationNotEnabled: 'authentication not enabled',
 });
 
 /** `ERROR <reason>` without its LF. */
@@ -49,6 +53,9 @@ export const BYE_REPLY = fixed(REPLY_WORDS.bye);
 export const OUT_OF_MEMORY_REPLY = fixed(errorLine(ERROR_REASONS.outOfMemory));
 export const LINE_TOO_LONG_REPLY = fixed(errorLine(ERROR_REASONS.lineTooLong));
 export const MAX_CONNECTIONS_REPLY = fixed(errorLine(ERROR_REASONS.maxConnections));
+export const AUTHENTICATION_REQUIRED_REPLY = fixed(errorLine(ERROR_REASONS.authenticationRequired));
+export const INVALID_PASSWORD_REPLY = fixed(errorLine(ERROR_REASONS.invalidPassword));
+export const AUTHENTICATION_NOT_ENABLED_REPLY = fixed(errorLine(ERROR_REASONS.authenticationNotEnabled));
 
 /** The reason of each parse error code as the reply says it (index 0 unused). */
 export const PARSE_ERROR_REPLY_REASONS: readonly string[] = PARSE_ERROR_REASONS.map((r) => r.replaceAll('_', ' '));

@@ -18,11 +18,12 @@ export const RESULT_NOT_FOUND = 1;
 export const RESULT_ERROR = 2;
 const RESULTS = ['ok', 'not_found', 'error'] as const;
 
-/** Protocol error reasons: the parser's, in its code order, then the framer's. */
-export const PROTOCOL_ERROR_REASONS = [...PARSE_ERROR_REASONS.slice(1), 'line_too_long'] as const;
+/** Protocol error reasons: the parser's, in its code order, then the framer's, then a command sent before AUTH (SPEC §8). */
+export const PROTOCOL_ERROR_REASONS = [...PARSE_ERROR_REASONS.slice(1), 'line_too_long', 'authentication_required'] as const;
 /** Index into PROTOCOL_ERROR_REASONS of a parser error code (codes start at 1). */
 export const reasonIndexOfParseError = (code: number): number => code - 1;
 export const LINE_TOO_LONG = PROTOCOL_ERROR_REASONS.indexOf('line_too_long');
+export const AUTHENTICATION_REQUIRED = PROTOCOL_ERROR_REASONS.indexOf('authentication_required');
 
 /** Why a connection stopped running commands before its input was used up (it continues later). */
 export const YIELD_REASONS = ['reply_bound', 'command_budget', 'time_slice', 'turn_budget'] as const;
@@ -71,6 +72,8 @@ export class StoreMetrics {
   sentBytes = 0;
   /** Connections closed because the client took none of its replies for OUTPUT_STALL_TIMEOUT_MS. */
   outputLimitDisconnects = 0;
+  /** AUTH attempts with a wrong password (SPEC §8). */
+  authFailures = 0;
 
   /** One command answered: its code, result and how long it took. */
   record(command: number, result: number, seconds: number): void {
@@ -87,7 +90,7 @@ export class StoreMetrics {
     this.durationSums.fill(0);
     this.protocolErrors.fill(0);
     this.connectionYields.fill(0);
-    this.connectionsTotal = this.rejectedConnections = this.receivedBytes = this.sentBytes = this.outputLimitDisconnects = 0;
+    this.connectionsTotal = this.rejectedConnections = this.receivedBytes = this.sentBytes = this.outputLimitDisconnects = this.authFailures = 0;
   }
 }
 
@@ -189,6 +192,7 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
   counter('kvstore_rejected_connections_total', 'Client connections refused because MAX_CONNECTIONS was reached.', () => m.rejectedConnections);
   counter('kvstore_network_received_bytes_total', 'Bytes read from clients.', () => m.receivedBytes);
   counter('kvstore_network_sent_bytes_total', 'Bytes of replies written to clients.', () => m.sentBytes);
+  counter('kvstore_auth_failures_total', 'AUTH attempts with a wrong password (STORE_PASSWORD); the third on a connection closes it.', () => m.authFailures);
   counter(
     'kvstore_output_limit_disconnects_total',
     'Client connections closed because the client took none of its queued replies for OUTPUT_STALL_TIMEOUT_MS.',

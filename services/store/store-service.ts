@@ -23,6 +23,7 @@ import { THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
 import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './network/tcp-server.ts';
 import { chooseSocketIo } from './network/native-io.ts';
+import { PasswordCheck } from './network/password-check.ts';
 import { STORE_READY } from '../shared/ready-line.ts';
 
 export interface StoreDeps {
@@ -188,6 +189,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     turnSliceMs: deps.turnSliceMs,
     turnBudgetMs: deps.turnBudgetMs,
     socketIo,
+    password: new PasswordCheck(config.password),
   });
   const tcp = server;
 
@@ -201,7 +203,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const probe = (): Promise<number> =>
     closing
       ? Promise.reject(new Error('shutting down'))
-      : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket });
+      : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket, password: config.password });
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let metricsPort: number;
@@ -262,6 +264,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       snapshotPath: config.snapshotPath || undefined,
       snapshotIntervalS: config.snapshotIntervalS,
       snapshotRequired: config.snapshotRequired,
+      passwordRequired: config.password !== undefined,
       keys: engine.keyCount,
       warmupCommands: warmup.commands,
       warmupMs: Math.round(warmup.ms),

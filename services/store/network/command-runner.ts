@@ -1,8 +1,9 @@
 // The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
 import { performance } from 'node:perf_hooks';
-import { DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand } from '../../protocol/command-parser.ts';
+import { AUTH, DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand } from '../../protocol/command-parser.ts';
 import {
-  BYE_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY, PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
+  AUTHENTICATION_NOT_ENABLED_REPLY, AUTHENTICATION_REQUIRED_REPLY, BYE_REPLY, INVALID_PASSWORD_REPLY, NOT_FOUND_REPLY, OK_REPLY, OUT_OF_MEMORY_REPLY,
+  PARSE_ERROR_REPLY_BYTES, PONG_REPLY, ttlReply, usageReply,
 } from '../../protocol/replies.ts';
 import { scanKeys, type ScanEnough } from '../../protocol/key-scan.ts';
 import { LineEnds } from '../../protocol/line-framer.ts';
@@ -10,7 +11,19 @@ import { OneLineReads } from './one-line-reads.ts';
 import { PrefetchedKeys } from '../engine/prefetched-keys.ts';
 import type { ReplyBuffer } from './reply-buffer.ts';
 import { PREFETCH_BATCH, ValueRange, type StoreEngine } from '../engine/engine-api.ts';
-import { RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from '../store-metrics.ts';
+import { AUTHENTICATION_REQUIRED, RESULT_ERROR, RESULT_NOT_FOUND, RESULT_OK, reasonIndexOfParseError, type StoreMetrics } from '../store-metrics.ts';
+import { PasswordCheck } from './password-check.ts';
+
+// What the connection does after a line (CommandRunner.run, runBeforeAuth).
+/** Nothing: it goes on with the next line. */
+export const GO_ON = 0;
+/** QUIT: nothing more runs; the socket ends once the replies are written. */
+export const CLOSE = 1;
+/** A wrong password: one more failed attempt (MAX_AUTH_FAILURES closes the connection). */
+export const AUTH_FAILED = 2;
+/** The right password: the connection runs every command from the next line on. */
+export const AUTHENTICATED = 3;
+export type AfterLine = typeof GO_ON | typeof CLOSE | typeof AUTH_FAILED | typeof AUTHENTICATED;
 
 export interface CommandRunnerOptions {
   readonly engine: StoreEngine;
@@ -18,6 +31,8 @@ export interface CommandRunnerOptions {
   readonly maxValueBytes: number;
   /** The STATS reply, LF included (services/protocol/replies.ts statsReply). */
   readonly statsReply: () => string;
+  /** The store's password (SPEC §8); none by default: every connection may run every command. */
+  readonly password?: PasswordCheck;
 }
 
 /**
@@ -31,6 +46,7 @@ export class CommandRunner {
   readonly #metrics: StoreMetrics;
   readonly #maxValueBytes: number;
   readonly #statsReply: () => string;
+  readonly #password: PasswordCheck;
   readonly #parsed = new ParsedCommand();
   readonly #value = new ValueRange();
   /** The keys of the last read of many lines, prefetched. */
@@ -51,6 +67,12 @@ export class CommandRunner {
     this.#metrics = options.metrics;
     this.#maxValueBytes = options.maxValueBytes;
     this.#statsReply = options.statsReply;
+    this.#password = options.password ?? new PasswordCheck(undefined);
+  }
+
+  /** The store has a password: a connection starts unauthenticated (runBeforeAuth). */
+  get passwordRequired(): boolean {
+    return this.#password.enabled;
   }
 
   /**
@@ -122,13 +144,17 @@ export class CommandRunner {
     this.#lastTick = now;
   }
 
-  /** Runs the line buf[start, end) and appends its reply to `out`; returns true for QUIT. */
-  run(buf: Buffer, start: number, end: number, out: ReplyBuffer): boolean {
+  /**
+   * Runs the line buf[start, end) of an authenticated connection (or of any, with no
+   * password set) and appends its reply to `out`; returns what the connection does next.
+   */
+  run(buf: Buffer, start: number, end: number, out: ReplyBuffer): AfterLine {
     const engine = this.#engine;
     const p = this.#parsed;
     const code = parseCommand(buf, start, end, this.#maxValueBytes, p);
     const command = p.command;
     let result = RESULT_OK;
+    let after: AfterLine = GO_ON;
     if (code !== OK) {
       out.bytes(PARSE_ERROR_REPLY_BYTES[code]!);
       this.#metrics.protocolErrors[reasonIndexOfParseError(code)]!++;
@@ -190,14 +216,75 @@ export class CommandRunner {
           break;
         case QUIT:
           out.bytes(BYE_REPLY);
+          after = CLOSE;
+          break;
+        case AUTH:
+          // Already authenticated, or no password set: a failure still counts against the connection.
+          if (!this.#password.enabled) {
+            out.bytes(AUTHENTICATION_NOT_ENABLED_REPLY);
+            result = RESULT_ERROR;
+          } else if (!this.#checkPassword(buf, out)) {
+            result = RESULT_ERROR;
+            after = AUTH_FAILED;
+          }
           break;
       }
     }
-    // One clock read per command: a command's time runs from the previous one's end
-    // (or the batch's start) to its own end.
+    this.#record(command, result);
+    return after;
+  }
+
+  /**
+   * Runs the line buf[start, end) of a connection that has not authenticated: AUTH and
+   * QUIT run (their parse errors answered as always); any other line, well-formed or
+   * not, gets `ERROR authentication required`, so nothing of the protocol is learnt
+   * without the password.
+   */
+  runBeforeAuth(buf: Buffer, start: number, end: number, out: ReplyBuffer): AfterLine {
+    const p = this.#parsed;
+    const code = parseCommand(buf, start, end, this.#maxValueBytes, p);
+    const command = p.command;
+    let result = RESULT_ERROR;
+    let after: AfterLine = GO_ON;
+    if (command !== AUTH && command !== QUIT) {
+      out.bytes(AUTHENTICATION_REQUIRED_REPLY);
+      this.#metrics.protocolErrors[AUTHENTICATION_REQUIRED]!++;
+    } else if (code !== OK) {
+      out.bytes(PARSE_ERROR_REPLY_BYTES[code]!);
+      this.#metrics.protocolErrors[reasonIndexOfParseError(code)]!++;
+    } else if (command === QUIT) {
+      out.bytes(BYE_REPLY);
+      result = RESULT_OK;
+      after = CLOSE;
+    } else if (this.#checkPassword(buf, out)) {
+      result = RESULT_OK;
+      after = AUTHENTICATED;
+    } else {
+      after = AUTH_FAILED;
+    }
+    this.#record(command, result);
+    return after;
+  }
+
+  /** The parsed AUTH's password against the store's: answers OK or `ERROR invalid password` (counted). */
+  #checkPassword(buf: Buffer, out: ReplyBuffer): boolean {
+    const p = this.#parsed;
+    if (this.#password.matches(buf, p.valueStart, p.valueEnd)) {
+      out.bytes(OK_REPLY);
+      return true;
+    }
+    out.bytes(INVALID_PASSWORD_REPLY);
+    this.#metrics.authFailures++;
+    return false;
+  }
+
+  /**
+   * One clock read per command: a command's time runs from the previous one's end (or
+   * the batch's start) to its own end.
+   */
+  #record(command: number, result: number): void {
     const now = performance.now();
     this.#metrics.record(command, result, (now - this.#lastTick) / 1000);
     this.#lastTick = now;
-    return code === OK && command === QUIT;
   }
 }

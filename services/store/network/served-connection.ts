@@ -5,7 +5,8 @@ import { performance } from 'node:perf_hooks';
 import { LineFramer, type HeldCopies } from '../../protocol/line-framer.ts';
 import { LINE_TOO_LONG_REPLY } from '../../protocol/replies.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { CommandRunner } from './command-runner.ts';
+import { AUTH_FAILED, AUTHENTICATED, CLOSE, GO_ON, type AfterLine, type CommandRunner } from './command-runner.ts';
+import { MAX_AUTH_FAILURES } from './password-check.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
 import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from '../store-metrics.ts';
@@ -129,6 +130,10 @@ export class ClientConnection implements TurnWork {
   #activeAt = performance.now();
   /** Input bytes received (socket.bytesRead counts only what Node's stream read). */
   #bytesRead = 0;
+  /** It may run every command: it sent the password, or the store has none (SPEC §8). */
+  #authenticated: boolean;
+  /** Wrong passwords it sent; MAX_AUTH_FAILURES closes it. */
+  #authFailures = 0;
 
   readonly #reads: ConnectionReads;
 
@@ -136,6 +141,7 @@ export class ClientConnection implements TurnWork {
     this.socket = socket;
     this.#reads = reads;
     this.#ctx = context;
+    this.#authenticated = !context.runner.passwordRequired;
     this.#replies = new ReplyBuffer(context.replyPool);
     this.#framer = new LineFramer(
       context.maxLineBytes,
@@ -319,10 +325,29 @@ export class ClientConnection implements TurnWork {
     this.#steerReading();
   }
 
-  /** Runs one line; false stops the framer when the replies reach the bound. */
+  /**
+   * Runs one line; false stops the framer when the replies reach the bound. An
+   * authenticated connection (every one, with no password set) pays one boolean test
+   * for the password here.
+   */
   #onLine(buf: Buffer, start: number, end: number): boolean {
-    if (this.#ctx.runner.run(buf, start, end, this.#replies)) {
-      this.#close(); // QUIT
+    const runner = this.#ctx.runner;
+    const after = this.#authenticated ? runner.run(buf, start, end, this.#replies) : runner.runBeforeAuth(buf, start, end, this.#replies);
+    if (after !== GO_ON) return this.#afterLine(after);
+    return this.#hasRoom();
+  }
+
+  /** QUIT, or an AUTH: whether the framer goes on. */
+  #afterLine(after: AfterLine): boolean {
+    if (after === AUTHENTICATED) {
+      this.#authenticated = true;
+    } else if (after === CLOSE) {
+      this.#close();
+      return false;
+    } else if (after === AUTH_FAILED && ++this.#authFailures >= MAX_AUTH_FAILURES) {
+      // Said at debug level only: a client guessing from many connections must not flood the log (kvstore_auth_failures_total counts them).
+      this.#ctx.logger.debug({ remote: this.socket.remoteAddress, remotePort: this.socket.remotePort }, 'closing a connection after 3 wrong passwords');
+      this.#close();
       return false;
     }
     return this.#hasRoom();

@@ -12,6 +12,7 @@ import type { StoreEngine } from '../engine/engine-api.ts';
 import { TURN_BUDGET, type StoreMetrics } from '../store-metrics.ts';
 import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
+import type { PasswordCheck } from './password-check.ts';
 
 export type { ConnectionFlow } from './served-connection.ts';
 
@@ -36,6 +37,8 @@ export interface StoreServerOptions {
   readonly turnBudgetMs?: number;
   /** Client sockets read and written through the native add-on (native-io.ts); without it, through Node. */
   readonly socketIo?: SocketIo | undefined;
+  /** The password a connection must send with AUTH first (SPEC §8); none by default. */
+  readonly password?: PasswordCheck;
 }
 
 /**
@@ -76,7 +79,7 @@ export class StoreServer {
   constructor(options: StoreServerOptions) {
     this.options = options;
     this.metrics = options.metrics;
-    const runner = new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply() });
+    const runner = new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply(), password: options.password });
     this.#nativeReads = options.socketIo === undefined ? undefined : new NativeClientReads(options.socketIo);
     this.#context = {
       maxLineBytes: options.maxLineBytes,
