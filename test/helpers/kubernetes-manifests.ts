@@ -304,7 +304,7 @@ export function checkStoreSizing(objects: K8sObject[]): string[] {
   const request = parseQuantity(c.resources?.requests?.memory ?? '0');
   if (limit < need.rssBoundBytes) out.push(`the store's memory limit ${limit} is below its RSS bound ${need.rssBoundBytes} for MAX_MEMORY_BYTES=${inputs.maxMemoryBytes}`);
   if (limit < need.memoryBytes) out.push(`the store's memory limit ${limit} leaves no room for ${inputs.storeConnections} connections moving large values (${need.memoryBytes} needed)`);
-  if (request !== limit) out.push(`the store's memory request ${request} differs from its limit ${limit}: a shard on an overcommitted node is killed first`);
+  if (request !== limit) out.push(`the store's memory request ${request} differs from its limit ${limit}: a shard using more than it requested is among the first evicted under memory pressure`);
   const startup = c.startupProbe;
   const startupBudget = (startup?.periodSeconds ?? 10) * (startup?.failureThreshold ?? 3);
   if (startupBudget < START_SECONDS + need.loadSeconds) out.push(`the store's startup probe allows ${startupBudget} s, under the ${Math.ceil(START_SECONDS + need.loadSeconds)} s its largest snapshot may take to load`);
