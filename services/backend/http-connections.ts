@@ -15,7 +15,7 @@ export interface HttpConnections {
   destroy(): void;
 }
 
-interface ConnectionState {
+interface ConnectionActivity {
   /** Requests read and not yet answered (pipelined ones count too). */
   busy: number;
   /** bytesRead when the last response ended: more means a new request has begun to arrive. */
@@ -35,7 +35,7 @@ interface ConnectionState {
  * was on its way has been read by then, and is answered (503 with Connection: close).
  */
 export function trackHttpConnections(server: Server, { idleCheckMs = 250 }: { idleCheckMs?: number } = {}): HttpConnections {
-  const connections = new Map<Socket, ConnectionState>();
+  const connections = new Map<Socket, ConnectionActivity>();
   let onEmpty: (() => void) | undefined;
 
   server.on('connection', (socket: Socket) => {
