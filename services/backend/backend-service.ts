@@ -59,7 +59,7 @@ export interface BackendService {
 
 const PROBE_TIMEOUT_MS = 1000;
 // Requests still running this long after the listener closed are cut, so that close()
-// ends before the entry point's own force-exit (run-service.ts: the drain delay + 5 s)
+// ends before the entry point's own force-exit (main.ts: the drain delay + 5 s)
 // and the shards' pools and the admin port close cleanly.
 const SHUTDOWN_GRACE_MS = 4000;
 
