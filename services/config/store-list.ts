@@ -10,7 +10,7 @@ import { hostPort, type HostPort } from './setting-parsers.ts';
 //   address   := host ":" port | "[" IPv6 "]" ":" port
 //   discovery := "dnssrv+" srv-name | "dns+" host ":" port
 // A shard's name is its identity on the ring and its `shard` metric label; it defaults
-// to the entry as written (trimmed). One entry behaves exactly as a plain host:port did.
+// to the entry as written (trimmed). A list of one entry is a single store, as a plain host:port.
 // A discovery entry stands alone: its shards, and their names, come from DNS.
 
 export interface StoreShard extends HostPort {
