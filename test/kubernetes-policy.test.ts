@@ -22,12 +22,14 @@ import {
   checkNetworkPolicies,
   checkSelectorsAndPorts,
   checkStoreAddress,
+  checkStorePassword,
   checkStoreSizing,
   describeKubectl,
   envOf,
   overlays,
   renderedSizingInputs,
   renderOverlay,
+  renderWithComponent,
   storeWorkload,
   type K8sObject,
 } from './helpers/kubernetes-manifests.ts';
@@ -43,7 +45,7 @@ function broken(objects: K8sObject[], pick: (o: K8sObject) => boolean, edit: (o:
   edit(target);
   return copy;
 }
-/** The KV_STORE list docs/kubernetes.md gives until discovery: each shard named by its pod's fully qualified host name. */
+/** The KV_STORE list docs/kubernetes.md gives instead of discovery: each shard named by its pod's fully qualified host name. */
 function fixedStoreList(objects: K8sObject[]): string {
   const sts = storeWorkload(objects)!.object;
   const port = Number(envOf(storeWorkload(objects)!.containers[0]!, 'STORE_PORT'));
@@ -83,6 +85,10 @@ describeKubectl('Kubernetes policy', () => {
       expect(checkStoreSizing(objects())).toEqual([]);
     });
 
+    it('the store password is off, or asked by the store and sent by the backends from one Secret', () => {
+      expect(checkStorePassword(objects())).toEqual([]);
+    });
+
     it('the backend finds the shards by the SRV name of the headless Service, which publishes not-ready addresses', () => {
       expect(checkStoreAddress(objects())).toEqual([]);
     });
@@ -105,16 +111,28 @@ describeKubectl('Kubernetes policy', () => {
       expect(config.maxMemoryBytes).toBe(renderedSizingInputs(objects()).maxMemoryBytes);
     });
 
-    it('the backend\'s environment is one its config loader accepts, and so is the fixed list used until the backend follows discovery', () => {
+    it('the backend\'s environment is one its config loader accepts, and so is the fixed list the docs give instead', () => {
       const backend = backendWorkload(objects())!.containers[0]!;
       const env = Object.fromEntries((backend.env ?? []).map((e) => [e.name, e.value]));
       const discovered = loadBackendConfig(env).store;
       expect(isDiscovery(discovered) && discovered.kind === 'dnssrv' && discovered.name).toBe(envOf(backend, 'KV_STORE')!.slice('dnssrv+'.length));
-      // docs/kubernetes.md#before-discovery-a-fixed-list names each shard by its pod's
+      // docs/kubernetes.md#a-fixed-list-instead-of-discovery names each shard by its pod's
       // host name, the name discovery gives it, so the ring stays when KV_STORE switches.
       const listed = loadBackendConfig({ ...env, KV_STORE: fixedStoreList(objects()) }).store;
       expect(isDiscovery(listed) ? [] : listed.map((s) => s.name)).toEqual(['kvstore-0', 'kvstore-1', 'kvstore-2'].map((p) => `${p}.kvstore.kvstack.svc.cluster.local`));
     });
+  });
+
+  it('components/store-password makes the store ask for the Secret\'s password and every backend send it, and the result still passes every check', () => {
+    const withPassword = renderWithComponent('prometheus-operator', 'store-password');
+    expect(checkStorePassword(withPassword)).toEqual([]);
+    expect(envOf(storeWorkload(withPassword)!.containers[0]!, 'STORE_PASSWORD_FILE')).toBe('/etc/kvstack/store-password/password');
+    expect(envOf(backendWorkload(withPassword)!.containers[0]!, 'KV_STORE_PASSWORD_FILE')).toBe('/etc/kvstack/store-password/password');
+    for (const check of [checkContainers, checkSelectorsAndPorts, checkNetworkPolicies, checkStoreSizing, checkStoreAddress]) expect(check(withPassword), check.name).toEqual([]);
+    const oneSided = broken(withPassword, kind('Deployment'), (o) => (o.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'store-password').secret.secretName = 'other'));
+    expect(checkStorePassword(oneSided)).toEqual(['the store takes its password from kvstack-store-password, the backend from other']);
+    const storeOnly = broken(withPassword, kind('Deployment'), (o) => (storeContainer(o).env = storeContainer(o).env.filter((e: { name: string }) => e.name !== 'KV_STORE_PASSWORD_FILE')));
+    expect(checkStorePassword(storeOnly)).toEqual(['the store takes its password from kvstack-store-password, the backend from nowhere']);
   });
 
   it('the stated RSS bound is what the limit is held to: 1.5 x MAX_MEMORY_BYTES + 200 MiB', () => {

@@ -3,7 +3,9 @@
 // would by hand. Each check returns its violations as sentences, so a test can show
 // them and a test of the check itself can break a manifest and expect its sentence.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { describe, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseQuantity, storeSizing, DRAIN_SECONDS, START_SECONDS, type SizingInputs } from '../../deploy/kubernetes/store-sizing.ts';
@@ -72,6 +74,26 @@ export function renderOverlay(overlay: string): K8sObject[] {
   const r = spawnSync('kubectl', ['kustomize', repoFile(`deploy/kubernetes/overlays/${overlay}`)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (r.status !== 0) throw new Error(`kubectl kustomize deploy/kubernetes/overlays/${overlay} failed: ${r.stderr || r.error}`);
   return parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject);
+}
+
+/**
+ * An overlay rendered with one of deploy/kubernetes/components added, as a user's overlay
+ * that lists it would be: a kustomization in a temporary directory, pointing back here.
+ */
+export function renderWithComponent(overlay: string, component: string): K8sObject[] {
+  const dir = mkdtempSync(join(tmpdir(), 'kvstack-kustomize-'));
+  try {
+    const from = (path: string): string => relative(dir, repoFile(path));
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      `resources:\n  - ${from(`deploy/kubernetes/overlays/${overlay}`)}\ncomponents:\n  - ${from(`deploy/kubernetes/components/${component}`)}\n`,
+    );
+    const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    if (r.status !== 0) throw new Error(`kubectl kustomize of ${overlay} with components/${component} failed: ${r.stderr || r.error}`);
+    return parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 // ---- the objects' parts
@@ -345,4 +367,29 @@ export function checkImages(objects: K8sObject[], version: string): string[] {
       return tag === version ? [] : [`${where(w.object)} container ${c.name}: image ${c.image} is not tagged ${version}`];
     }),
   );
+}
+
+/** The Secret a container's password file (its `envName`) is mounted from, or undefined without one. */
+function passwordSecret(w: Workload, envName: string): string | undefined | null {
+  const c = w.containers[0]!;
+  const file = envOf(c, envName);
+  if (file === undefined) return undefined;
+  const mount = (c.volumeMounts ?? []).find((m) => file.startsWith(m.mountPath.replace(/\/?$/, '/')));
+  const volume = (w.podSpec.volumes ?? []).find((v: { name: string }) => v.name === mount?.name);
+  return volume?.secret?.secretName ?? null;
+}
+
+/** Either the store asks for a password and every backend sends it, both from one Secret, or neither does. */
+export function checkStorePassword(objects: K8sObject[]): string[] {
+  const store = storeWorkload(objects);
+  const backend = backendWorkload(objects);
+  if (!store || !backend) return ['the store or the backend workload is missing'];
+  const out: string[] = [];
+  if (envOf(store.containers[0]!, 'STORE_PASSWORD') || envOf(backend.containers[0]!, 'KV_STORE_PASSWORD')) out.push('a password in a plain variable: use the *_PASSWORD_FILE settings and a Secret');
+  const asked = passwordSecret(store, 'STORE_PASSWORD_FILE');
+  const sent = passwordSecret(backend, 'KV_STORE_PASSWORD_FILE');
+  if (asked === null) out.push("the store's STORE_PASSWORD_FILE is not in a mounted Secret");
+  if (sent === null) out.push("the backend's KV_STORE_PASSWORD_FILE is not in a mounted Secret");
+  if (asked !== sent && asked !== null && sent !== null) out.push(`the store takes its password from ${asked ?? 'nowhere'}, the backend from ${sent ?? 'nowhere'}`);
+  return out;
 }
