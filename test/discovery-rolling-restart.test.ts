@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ShardRing } from '../services/ring/shard-ring.ts';
 import { backendHarness, statusOf } from './helpers/backend-harness.ts';
 import { startTestDnsServer } from './helpers/dns-server.ts';
@@ -21,16 +21,16 @@ import { freePort, startServiceProcess, storeScript, type ServiceProcess } from 
 import { waitUntil } from './helpers/wait-until.ts';
 
 const h = backendHarness();
-const children = new Set<ServiceProcess>();
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const child of children) {
-    if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGKILL');
-    await child.exited;
-  }
-  children.clear();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+
+/** A store process, killed after the test if it still runs. */
+async function storeProcess(env: Record<string, string>): Promise<ServiceProcess> {
+  const p = await startServiceProcess(storeScript, env, 'kvstore ready');
+  h.defer(async () => {
+    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await p.exited;
+  });
+  return p;
+}
 
 const SRV = '_kv._tcp.store.test';
 const pod = (i: number) => `store-${i}.store.test`;
@@ -47,7 +47,7 @@ interface Request {
 describe('a rolling restart of discovered shards with snapshots, under load', () => {
   it('keeps every key, never changes the ring, and fails only the restarting shard\'s keys in its window', { timeout: 240_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kvstack-rolling-'));
-    dirs.push(dir);
+    h.defer(() => rmSync(dir, { recursive: true, force: true }));
     const ports = [await freePort(), await freePort(), await freePort()];
     const envOf = (i: number) => ({
       STORE_HOST: '127.0.0.1',
@@ -56,11 +56,7 @@ describe('a rolling restart of discovered shards with snapshots, under load', ()
       STORE_SNAPSHOT_PATH: join(dir, `shard-${i}.snapshot`),
       STORE_WARMUP_KEYS: '0',
     });
-    const startStore = async (i: number) => {
-      const p = await startServiceProcess(storeScript, envOf(i), 'kvstore ready');
-      children.add(p);
-      return p;
-    };
+    const startStore = (i: number) => storeProcess(envOf(i));
     const stores = [await startStore(0), await startStore(1), await startStore(2)];
 
     const dns = await startTestDnsServer({ [SRV]: { srv: ports.map((port, i) => ({ target: pod(i), port })) } });
@@ -118,7 +114,6 @@ describe('a rolling restart of discovered shards with snapshots, under load', ()
         const code = await stores[i]!.stop('SIGTERM');
         expect(code, `${shard} exit code`).toBe(0);
         const stopped = performance.now();
-        children.delete(stores[i]!);
         stores[i] = await startStore(i);
         const ready = performance.now();
         await waitUntil(`${shard}'s pool up again`, async () => (backend.ring.shard(shard)?.pool.up ? true : undefined), FAST);

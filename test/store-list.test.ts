@@ -6,10 +6,12 @@ import { ConfigError } from '../services/shared/config-error.ts';
 const parse = (raw: string) => parseStoreList(raw, 'KV_STORE');
 const source = (raw: string) => parseStoreSource(raw, 'KV_STORE');
 
-/** The ConfigError message parseStoreSource gives for `raw`, failing the test when it parses. */
-function sourceRefusal(raw: string, env = 'KV_STORE'): string {
+
+
+/** The ConfigError message for `raw`, failing the test when it parses. */
+function refusal(raw: string, env = 'KV_STORE', parse: (raw: string, env: string) => unknown = parseStoreList): string {
   try {
-    parseStoreSource(raw, env);
+    parse(raw, env);
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return (err as Error).message;
@@ -17,16 +19,8 @@ function sourceRefusal(raw: string, env = 'KV_STORE'): string {
   throw new Error(`${raw} was accepted`);
 }
 
-/** The ConfigError message for `raw`, failing the test when it parses. */
-function refusal(raw: string, env = 'KV_STORE'): string {
-  try {
-    parseStoreList(raw, env);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error(`${raw} was accepted`);
-}
+/** The refusal of parseStoreSource, which reads discovery entries too. */
+const sourceRefusal = (raw: string, env = 'KV_STORE'): string => refusal(raw, env, parseStoreSource);
 
 describe('KV_STORE list', () => {
   it('takes one address exactly as a plain host:port, named as written', () => {

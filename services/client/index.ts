@@ -5,5 +5,7 @@ export { StoreSocket, defaultReconnectStrategy, type StoreSocketOptions, type St
 export { StorePool, type StorePoolOptions } from './store-pool.ts';
 export { StoreCommands, type CommandObserver, type CommandResult, type Payload } from './store-commands.ts';
 export { ShardedStore, type ShardedStoreOptions, type Shard, type ShardAddress } from './sharded-store.ts';
+export { ShardResolver, DiscoveryError, addressName, type ShardResolverOptions } from './shard-resolver.ts';
+export { startShardDiscovery, type ShardDiscovery, type ShardDiscoveryOptions, type DiscoveredShard } from './shard-discovery.ts';
 export { probeUsage, type ProbeTarget } from './probe-usage.ts';
 export * from './errors.ts';

@@ -50,6 +50,16 @@ function reasonOf(err: ConfigError): string {
   return at >= 0 ? err.message.slice(at + ' is invalid: '.length) : err.message;
 }
 
+/** An entry's host:port, or its refusal through `fail`, which names the entry. */
+function entryHostPort(address: string, env: string, fail: (reason: string) => never): HostPort {
+  try {
+    return hostPort(address, env);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(reasonOf(err));
+    throw err;
+  }
+}
+
 /**
  * Parses KV_STORE: a discovery entry (`dnssrv+<name>`, `dns+<host>:<port>`), or a list
  * of shards as parseStoreList reads it. Every refusal is a ConfigError naming the
@@ -73,13 +83,7 @@ export function parseStoreSource(raw: string, env: string): StoreSource {
   }
   if (rest === '' || rest.startsWith(':')) fail('dns+ needs a host name and a port, as in dns+store.default.svc.cluster.local:8765');
   if (!/:\d+$/.test(rest)) fail('dns+ needs a port: dns+<host>:<port> (its A/AAAA records give the addresses, not the port)');
-  let parsed: HostPort;
-  try {
-    parsed = hostPort(rest, env);
-  } catch (err) {
-    if (err instanceof ConfigError) fail(reasonOf(err));
-    throw err;
-  }
+  const parsed = entryHostPort(rest, env, fail);
   return Object.freeze({ kind, entry, host: parsed.host, port: parsed.port });
 }
 
@@ -105,13 +109,7 @@ export function parseStoreList(raw: string, env: string): readonly StoreShard[] 
       fail('a shard name is 1 to 128 letters, digits, ".", "_" or "-", starting with a letter or digit');
     }
     const bracketed = address.startsWith('[');
-    let parsed: HostPort;
-    try {
-      parsed = hostPort(address, env);
-    } catch (err) {
-      if (err instanceof ConfigError) fail(reasonOf(err));
-      throw err;
-    }
+    const parsed = entryHostPort(address, env, fail);
     const name = explicitName ?? entry;
     const canonical = bracketed ? `[${new URL(`http://${address}`).hostname.slice(1, -1)}]:${parsed.port}` : `${parsed.host.toLowerCase()}:${parsed.port}`;
     const sameAddress = byAddress.get(canonical);
