@@ -284,6 +284,8 @@ describe('main.ts when a listener cannot be bound: a message naming the variable
     expectRefusedNaming(runMain('services/backend/main.ts', { KV_STORE: '::1:8765', PORT: '0', BACKEND_METRICS_PORT: '0' }), 'KV_STORE="::1:8765"', '[::1]:8765');
     // A list: the entry and its place are named.
     expectRefusedNaming(runMain('services/backend/main.ts', { KV_STORE: 'a:1,b:99999,c:3', PORT: '0', BACKEND_METRICS_PORT: '0' }), 'KV_STORE entry 2 of 3 ("b:99999")', 'port from 1 to 65535');
+    // A malformed discovery entry: dns+ without a port.
+    expectRefusedNaming(runMain('services/backend/main.ts', { KV_STORE: 'dns+store.test', PORT: '0', BACKEND_METRICS_PORT: '0' }), 'KV_STORE="dns+store.test"', 'needs a port');
     expectRefusedNaming(runMain('services/store/main.ts', { MAX_VALUE_BYTES: '0', STORE_PORT: '0', STORE_METRICS_PORT: '0' }), 'MAX_VALUE_BYTES="0"');
   });
 });
