@@ -12,20 +12,13 @@ import { backendHarness, loggerWithSink, metricSum, scrape, send, statusOf, stor
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { CuttableLink } from './helpers/cuttable-link.ts';
 import { call, type Outcome } from './helpers/http-call.ts';
+import { killLeftovers } from './helpers/leftover-processes.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 import { numberedKeys } from './helpers/keys.ts';
 
 const h = backendHarness();
 const children: ServiceProcess[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.child.exitCode === null && child.child.signalCode === null) {
-      process.kill(child.pid, 'SIGCONT'); // resumed first, so its exit is not held up
-      child.child.kill('SIGKILL');
-    }
-    await child.exited;
-  }
-});
+afterEach(() => killLeftovers(children.splice(0)));
 
 async function storeProcess(port: number): Promise<ServiceProcess> {
   const p = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: '0', STORE_HOST: '127.0.0.1' }, 'kvstore ready');

@@ -14,6 +14,7 @@ import { parseStoreList } from '../services/config/store-list.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { metricSum } from '../bench/harness/exposition.ts';
 import { call, type Outcome } from './helpers/http-call.ts';
+import { killLeftovers } from './helpers/leftover-processes.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 
 const children = new Set<ServiceProcess>();
@@ -21,13 +22,7 @@ const cleanups: (() => unknown)[] = [];
 
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
-  for (const child of children) {
-    if (child.child.exitCode === null && child.child.signalCode === null) {
-      process.kill(child.pid, 'SIGCONT'); // a stopped process would keep a SIGTERM pending
-      child.child.kill('SIGKILL');
-    }
-    await child.exited;
-  }
+  await killLeftovers(children);
   children.clear();
 });
 

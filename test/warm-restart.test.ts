@@ -11,16 +11,14 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { call } from './helpers/http-call.ts';
+import { killLeftovers } from './helpers/leftover-processes.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const children = new Set<ServiceProcess>();
 const dirs: string[] = [];
 
 afterEach(async () => {
-  for (const child of children) {
-    if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGKILL');
-    await child.exited;
-  }
+  await killLeftovers(children);
   children.clear();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
