@@ -95,8 +95,10 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       lastSuccessMs: () => discovery?.lastSuccessMs,
     },
   });
-  // A shard's loss and return are logged once each, not per failed request.
+  // A shard's loss and return are logged once each, not per failed request; so is a
+  // refused password, until the shard is up again (every reconnect would repeat it).
   const everUp = new Set<string>();
+  const refusedPassword = new Set<string>();
   const ring = new ShardedStore({
     shards,
     pool: {
@@ -104,13 +106,20 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       timeoutMs: config.storeTimeoutMs,
       maxReplyBytes: replyLineBound(config.maxValueBytes),
       lookup: resolver?.connectLookup,
+      password: config.storePassword,
     },
     ejectAfter: config.shardEjectAfter,
     retryMs: config.shardRetryMs,
     observerFor: (shard) => metrics.observerFor(shard),
     onRefused: (shard) => metrics.recordRefusedConnection(shard),
+    onAuthFailure: (shard, err) => {
+      if (refusedPassword.has(shard)) return;
+      refusedPassword.add(shard);
+      logger.error({ shard, reason: err.message }, 'store shard down: authentication failed (check KV_STORE_PASSWORD or KV_STORE_PASSWORD_FILE)');
+    },
     onShardUp: (shard, up) => {
       if (up) {
+        refusedPassword.delete(shard);
         logger.info({ shard }, everUp.has(shard) ? 'store shard regained' : 'store shard connected');
         everUp.add(shard);
       } else if (!closing) {
@@ -240,6 +249,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       shards: shards.length,
       ...(discovered ? { storeRefreshMs: config.storeRefreshMs, storeDnsServer: config.storeDnsServer && addressName(config.storeDnsServer.host, config.storeDnsServer.port) } : {}),
       poolSize: config.storePoolSize,
+      storePassword: config.storePassword !== undefined,
       storeTimeoutMs: config.storeTimeoutMs,
       shardEjectAfter: config.shardEjectAfter,
       shardRetryMs: config.shardRetryMs,

@@ -5,6 +5,8 @@ export interface GlobalOptions {
   store?: string;
   host?: string;
   port?: string;
+  /** A file holding the store's password (overrides KV_STORE_PASSWORD and KV_STORE_PASSWORD_FILE). */
+  passwordFile?: string;
   /** Time-out per command in ms (undefined: the command's default). */
   timeoutMs: number | undefined;
   json: boolean;
@@ -21,7 +23,7 @@ export interface ParsedArgs {
 
 export const DEFAULT_TIMEOUT_MS = 2000;
 
-const WITH_VALUE = new Set(['--store', '--host', '--port', '--timeout']);
+const WITH_VALUE = new Set(['--store', '--host', '--port', '--timeout', '--password-file']);
 const FLAGS = new Set(['--json', '--help']);
 
 function parseTimeout(raw: string): number {
@@ -69,6 +71,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       if (name === '--store') options.store = value;
       else if (name === '--host') options.host = value;
       else if (name === '--port') options.port = value;
+      else if (name === '--password-file') options.passwordFile = value;
       else options.timeoutMs = parseTimeout(value);
       continue;
     }

@@ -23,6 +23,10 @@ Options (before or after the command; \`--\` ends them):
                      dnssrv+<name> / dns+<host>:<port> (overrides KV_STORE)
   --host <host>      store host (overrides KV_STORE; one store only)
   --port <port>      store port (overrides KV_STORE; one store only)
+  --password-file <path>  a file holding the store's password (its STORE_PASSWORD), sent with
+                     AUTH on every connection; overrides KV_STORE_PASSWORD(_FILE). There is no
+                     option taking the password itself: a command line is visible to every
+                     user of the machine (ps) and stays in the shell's history
   --timeout <ms>     time-out per command, connecting included (default ${DEFAULT_TIMEOUT_MS})
   --json             print one JSON object per reply on stdout
   --help             this text
@@ -32,6 +36,9 @@ Environment:
                      list of shards (name=host:port, IPv6 as [::1]:8765), as the backend reads it.
                      With several shards a command on a key goes to the key's shard; usage,
                      stats and ping ask every shard and print each one and the total.
+  KV_STORE_PASSWORD_FILE  a file holding the store's password (one trailing line break dropped)
+  KV_STORE_PASSWORD  the password itself (readable by the same user in /proc/<pid>/environ;
+                     prefer the file). One of the two; every shard of a ring shares it.
                      DNS discovery, as the backend: dnssrv+<name> (SRV records, one shard per
                      target host) or dns+<host>:<port> (A/AAAA records, one per address),
                      looked up once; finding none is an error (exit 2).

@@ -9,6 +9,7 @@ import { errorJson } from './reply-json.ts';
 import { combineShardOutcomes, type ShardResult } from './shard-outcomes.ts';
 import { findStoreTargets, type StoreTargets } from './store-address.ts';
 import { UsageError } from './usage-error.ts';
+import { resolveCliPassword } from './store-password.ts';
 
 /**
  * Runs one command and prints the reply; returns the exit status. With one store, or a
@@ -18,8 +19,9 @@ import { UsageError } from './usage-error.ts';
 export async function runOneOff(name: string, args: readonly string[], options: GlobalOptions, io: CliIo): Promise<ExitStatus> {
   const connections: StoreConnection[] = [];
   let lookup: StoreTargets['lookup'];
+  let password: ReturnType<typeof resolveCliPassword>;
   const open = (shard: StoreShard) => {
-    const conn = new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false });
+    const conn = new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false, password });
     connections.push(conn);
     return conn;
   };
@@ -29,6 +31,7 @@ export async function runOneOff(name: string, args: readonly string[], options: 
     if (args.length < cmd.minArgs || args.length > cmd.maxArgs) {
       throw new UsageError(`wrong number of arguments for ${cmd.name}\nusage: kv ${cmd.synopsis}`);
     }
+    password = resolveCliPassword(io.env, options.passwordFile);
     const targets = await findStoreTargets(io.env, options);
     const shards = targets.shards;
     lookup = targets.lookup;

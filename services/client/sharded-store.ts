@@ -1,6 +1,6 @@
 import { RingMembership, type RingChange } from '../ring/ring-membership.ts';
 import { ShardRing } from '../ring/shard-ring.ts';
-import { StoreTimeoutError, StoreUnavailableError } from './errors.ts';
+import { StoreTimeoutError, StoreUnavailableError, type StoreAuthError } from './errors.ts';
 import type { CommandObserver } from './store-commands.ts';
 import type { ConnectionState } from './store-connection.ts';
 import { StorePool, type StorePoolOptions } from './store-pool.ts';
@@ -23,7 +23,7 @@ export interface Shard {
 export interface ShardedStoreOptions {
   readonly shards: readonly ShardAddress[];
   /** Settings of every shard's pool (size, time-out, reply bound). */
-  readonly pool: Omit<StorePoolOptions, 'host' | 'port' | 'onUpChange' | 'onRefused'>;
+  readonly pool: Omit<StorePoolOptions, 'host' | 'port' | 'onUpChange' | 'onRefused' | 'onAuthFailure'>;
   /** SHARD_EJECT_AFTER: consecutive transport failures that take a shard out of the ring; 0 = never. */
   readonly ejectAfter?: number;
   /** SHARD_RETRY_MS: how long an ejected shard stays out. */
@@ -32,6 +32,8 @@ export interface ShardedStoreOptions {
   readonly observerFor?: (shard: string) => CommandObserver | undefined;
   /** The shard refused one of its pool's connections at its MAX_CONNECTIONS. */
   readonly onRefused?: (shard: string) => void;
+  /** The shard refused the password of one of its pool's connections (or wants one and there is none). */
+  readonly onAuthFailure?: (shard: string, err: StoreAuthError) => void;
   /** A shard's pool became able to serve, or stopped being able to (once per change). */
   readonly onShardUp?: (shard: string, up: boolean) => void;
   /** A new ring is in use: an ejection, a readmission, a membership change. */
@@ -236,12 +238,13 @@ export class ShardedStore {
 
   #makeShard(address: ShardAddress): Shard {
     const { name, host, port } = address;
-    const { onRefused, onShardUp, observerFor } = this.#options;
+    const { onRefused, onShardUp, observerFor, onAuthFailure } = this.#options;
     const pool = new StorePool({
       ...this.#options.pool,
       host,
       port,
       onRefused: onRefused && (() => onRefused(name)),
+      onAuthFailure: onAuthFailure && ((err) => onAuthFailure(name, err)),
       onUpChange: (up) => {
         onShardUp?.(name, up);
         if (up && this.#joining.get(name)?.pool === pool) this.#admit(name);
