@@ -4,9 +4,12 @@
 // stand-in socket (as bench/store-quick.ts), in alternating slices.
 //
 //   node bench/store-ab.ts --against <other checkout> [--base <checkout>] [--depth 16]
-//        [--keys 100000] [--value-size 100] [--slices 300] [--slice-commands 32000]
+//        [--keys 100000] [--value-size 100] [--slices 300] [--slice-commands 32000] [--password <text>]
 //
-// --base is the first build (this checkout by default), --against the second.
+// --base is the first build (this checkout by default), --against the second. --password
+// gives each build that has a store password (STORE_PASSWORD) this one, and its connection
+// sends AUTH before the load, so the load measures an authenticated connection; a build
+// without passwords answers that AUTH with an error and serves as it always did.
 //
 // Why: on a shared virtual machine two runs of the same server a few seconds apart differ
 // widely (steal, neighbours), so end-to-end rounds need dozens of pairs to see a change of
@@ -28,7 +31,7 @@ import { numberOption, parseOptions } from './harness/options.ts';
 import { benchServerOptions, buildChunks, connectStandIn, keyOf, type ChunkShape, type StandInSocket } from './stand-in-connection.ts';
 
 const opts = parseOptions(
-  'Usage: node bench/store-ab.ts --against <other checkout> [--base <checkout>] [--depth 16] [--keys 100000] [--value-size 100] [--slices 300] [--slice-commands 32000]',
+  'Usage: node bench/store-ab.ts --against <other checkout> [--base <checkout>] [--depth 16] [--keys 100000] [--value-size 100] [--slices 300] [--slice-commands 32000] [--password <text>]',
   {
     against: { type: 'string' },
     base: { type: 'string' },
@@ -37,6 +40,7 @@ const opts = parseOptions(
     'value-size': { type: 'string' },
     slices: { type: 'string' },
     'slice-commands': { type: 'string' },
+    password: { type: 'string' },
   },
 );
 if (opts.against === undefined) throw new Error('--against <path of another checkout of kvstack> is required');
@@ -63,7 +67,15 @@ async function storeOf(root: string): Promise<StandInSocket> {
     engine.setAt(line, 0, line.length - value.length, line.length - value.length, line.length);
   }
   const metrics = createStoreMetrics({ registry: new Registry(), engine, connections: () => 1, maxConnections: 10 });
-  return connectStandIn(new StoreServer(benchServerOptions(engine, metrics, createLogger({ name: 'bench', level: 'silent' }), lineBound(1 << 20))));
+  const options = benchServerOptions(engine, metrics, createLogger({ name: 'bench', level: 'silent' }), lineBound(1 << 20));
+  const passwordCheck = 'services/store/network/password-check.ts';
+  if (opts.password === undefined || !existsSync(resolve(root, passwordCheck))) return connectStandIn(new StoreServer(options));
+  const { PasswordCheck } = await load(passwordCheck);
+  const { Secret } = await load('services/shared/secret.ts');
+  const socket = connectStandIn(new StoreServer({ ...options, password: new PasswordCheck(new Secret(opts.password)) }));
+  socket.emit('data', Buffer.from(`AUTH ${opts.password}\n`));
+  await new Promise((r) => setImmediate(r));
+  return socket;
 }
 
 const base = opts.base ?? fileURLToPath(new URL('..', import.meta.url));
