@@ -108,6 +108,7 @@ describe('alert rules', () => {
         'KvStoreConnectionsHigh',
         'KvStoreRejectedConnections',
         'KvStoreOutputLimitDisconnects',
+        'KvStoreAuthFailures',
         'KvStoreLowHitRate',
         'KvStoreSnapshotFailing',
         'KvStoreSnapshotStale',

@@ -223,6 +223,19 @@ export default dashboard({
         ],
       }),
       timeseries({
+        title: 'Wrong passwords in 5 minutes',
+        description:
+          'AUTH attempts with a wrong password over the last 5 minutes (kvstore_auth_failures_total; KvStoreAuthFailures fires above the line), and commands refused because their connection had not sent the password (kvstore_protocol_errors_total{reason="authentication_required"}): a client without a password. Both stay at 0 on a store without STORE_PASSWORD.',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [
+          query(`increase(${sel('kvstore_auth_failures_total')}[5m])`, 'wrong password {{instance}}'),
+          query(`increase(${sel('kvstore_protocol_errors_total', 'reason="authentication_required"')}[5m])`, 'refused before AUTH {{instance}}'),
+        ],
+        thresholds: { steps: steps(T.KvStoreAuthFailures, ['red']) },
+      }),
+      timeseries({
         title: 'Clients held back and cut off/s',
         description:
           'Connections that stopped running their pipelined commands to let others run (kvstore_connection_yields_total: reply_bound at 64 KiB of unsent replies, command_budget after 256 commands in a turn, time_slice after 0.5 ms of a turn: commands running slower than usual, turn_budget when a connection’s pipelined commands waited in line past a turn end because the 1 ms a turn gives pipelined work was spent: many clients pipelining at once), and connections closed because the client took none of its replies for OUTPUT_STALL_TIMEOUT_MS (KvStoreOutputLimitDisconnects).',
