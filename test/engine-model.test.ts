@@ -9,7 +9,8 @@
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import { BUCKET_MS } from '../services/store/engine/expiry-index.ts';
-import { EXACT_LRU_BELOW_KEYS, KvEngine, type KvEngineOptions } from '../services/store/engine/kv-engine.ts';
+import { KvEngine, type KvEngineOptions } from '../services/store/engine/kv-engine.ts';
+import { EXACT_LRU_BELOW_KEYS } from '../services/store/engine/lru-list.ts';
 import { newEngine } from './helpers/new-engine.ts';
 import { keyBatch, valueWithHint } from './helpers/key-batch.ts';
 import { LARGE_RECORD_BYTES } from '../services/store/engine/record-arena.ts';

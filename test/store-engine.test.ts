@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { KvEngine, MIN_BUCKETS, REAP_STEP_BYTES, REHASH_BUCKETS_PER_MS, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/engine/kv-engine.ts';
+import { MIN_BUCKETS, REAP_STEP_BYTES, REHASH_BUCKETS_PER_MS } from '../services/store/engine/bucket-table.ts';
+import { KvEngine, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/engine/kv-engine.ts';
 import { BUCKET_MS } from '../services/store/engine/expiry-index.ts';
 import { newEngine } from './helpers/new-engine.ts';
 import { b64 } from './helpers/base64.ts';

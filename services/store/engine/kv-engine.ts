@@ -1,53 +1,46 @@
 import { randomInt } from 'node:crypto';
-// The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
+// The module's binding, not the global (a getter looked up on every call): see served-connection.ts.
 import { performance } from 'node:perf_hooks';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../../protocol/limits.ts';
 import { murmur3_32View } from '../../ring/murmur3.ts';
 import { bytesOf, viewOf } from '../../shared/byte-views.ts';
+import { BucketTable, MIN_BUCKETS, powerOfTwoAtLeast, REHASH_STEP_BUCKETS, type TableState } from './bucket-table.ts';
+import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from './engine-api.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
+import { EXACT_LRU_BELOW_KEYS, LruList } from './lru-list.ts';
 import type { PageSource } from './page-source.ts';
 import { arenaPageTarget, arenaSlackBytes, RecordArena } from './record-arena.ts';
 import { resizableBuffer } from './resizable-buffer.ts';
-import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from './engine-api.ts';
+import { SLOT, SLOT_BYTES } from './slot-layout.ts';
+import { WalkedSlots, type SnapshotSink, type SnapshotWalk } from './snapshot-walk.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
-// and nothing per key on the JavaScript heap.
+// and nothing per key on the JavaScript heap. This class owns the slot arrays and composes
+// the pieces that work on them.
 //
-// Layout. Each entry has a slot number; a slot is 8 int32s (its key hash, its bucket-chain
-// link, its LRU links and when it last moved in that list, key length and size class,
-// value length, and its chunk in the arena), so a lookup or an LRU move touches one cache
-// line per slot instead of one per field (memory latency is most of a GET's cost); expiry times sit in a Float64Array read
-// only for keys whose slot is flagged as having a TTL. The record (key bytes then value
-// bytes) lives in the RecordArena's pages. A hash table of slot numbers (separate chaining
-// through the slots' `chain` field, a power-of-two number of buckets) finds a key from its
-// bytes: commands look keys up straight from the socket's buffer, with no string made for
-// the key, and a GET points at the value's bytes in the page (the server encodes them). Why not a Map of
-// strings: that costs ~320 bytes of RSS per 100-byte entry (strings, Map entries and the
-// heap slack the collector keeps), this ~170 (bench/engine-memory.ts).
+// Layout. Each entry has a slot number: its fields are 8 int32s in one array (slot-layout.ts),
+// its expiry time in a Float64Array read only for keys flagged as having a TTL. The record
+// (key bytes then value bytes) lives in the RecordArena's pages. A hash table of slot
+// numbers (bucket-table.ts) finds a key from its bytes: commands look keys up straight from
+// the socket's buffer, with no string made for the key, and a GET points at the value's
+// bytes in the page (the server encodes them). The LRU list (lru-list.ts) runs through the
+// slots too. Why not a Map of strings: that costs ~320 bytes of RSS per 100-byte entry
+// (strings, Map entries and the heap slack the collector keeps), this ~170
+// (see docs/benchmarks.md#memory-per-key).
 //
-// Nothing grows in one go (a store of tens of millions of keys must not stop the world
-// for a copy):
-// - the slot arrays are typed arrays over resizable ArrayBuffers that reserve address
-//   space for maxKeys slots up front, so growing one commits more pages in place and
-//   copies nothing; they grow by SLOT_GROWTH slots at a time (doubling only while smaller),
-//   because committing costs time in proportion to the bytes added (~4 ms for 128 MiB),
-//   about 0.1 ms a step. A lookup indexes one flat array: segments indexed by slot >> shift
-//   cost an extra dependent load per field (2-3x the time of a flat array on random access
-//   in a micro-benchmark);
-// - the hash table is resized incrementally, as Redis's dict.c does: a resize allocates
-//   the new bucket array (zeroed lazily by the allocator) and moves the old buckets over
-//   a few at a time, on every insert and removal (rehashStepBuckets) and in time-boxed
-//   steps from the store's timer (rehashFor). While it migrates, bucket b of the old table
-//   has moved once b < #migrated, so a key's chain is in the new table when
-//   (hash & oldMask) < #migrated and in the old one otherwise: a lookup still walks one
-//   chain. The table doubles when there are more keys than buckets and shrinks (to twice
-//   the next power of two above the keys) when they fall below an eighth of the buckets.
-// - except at start-up: a snapshot load sizes both for its file's keys in one go (reserve),
-//   as nothing is served yet and a rehash while loading would move every key again.
+// Nothing grows in one go (a store of tens of millions of keys must not stop the world for
+// a copy): the slot arrays are typed arrays over resizable ArrayBuffers that reserve
+// address space for maxKeys slots up front, so growing one commits more pages in place and
+// copies nothing; they grow by SLOT_GROWTH slots at a time (doubling only while smaller),
+// because committing costs time in proportion to the bytes added (~4 ms for 128 MiB),
+// about 0.1 ms a step. A lookup indexes one flat array: segments indexed by slot >> shift
+// cost an extra dependent load per field (2-3x the time of a flat array on random access in
+// a micro-benchmark). The hash table is resized incrementally (bucket-table.ts). At start-up
+// a snapshot load sizes both for its file's keys in one go (reserve).
 //
-// The hash is FNV-1a over the key bytes with a random per-engine seed and a final mix, so
-// keys that collide in one process do not collide in the next.
+// The hash is MurmurHash3 over the key bytes with a random per-engine seed, so keys that
+// collide in one process do not collide in the next.
 //
 // Memory. USAGE (key and value bytes) never passes the cap, as SPEC says; but what the
 // process holds for the data is more: size-class rounding, partly filled pages, and ~50
@@ -62,7 +55,7 @@ import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from '.
 // Decided: GET and SET (including overwrites) count as access for LRU; EXPIRE and TTL do
 // not (they read or change metadata, as Redis's TTL does), nor do DELETE and the sweep.
 // A SET always moves the key to the most recent end; from EXACT_LRU_BELOW_KEYS keys on, a
-// GET moves it only when it has fallen into the least recent quarter (see #touch).
+// GET moves it only when it has fallen into the least recent quarter (lru-list.ts).
 // Only GET counts hits and misses. An expired key is never returned: every command checks
 // the key it touches, and sweepExpired() removes unread ones through the expiry index.
 
@@ -96,47 +89,9 @@ export interface KvEngineOptions {
   pageSource?: PageSource;
 }
 
-/** Where the hash table is: its size, and while it is being resized, how far the move has got. */
-export interface TableState {
-  readonly buckets: number;
-  /** The size being moved to; 0 when no resize is under way. */
-  readonly nextBuckets: number;
-  /** Old buckets already moved. */
-  readonly movedBuckets: number;
-}
-
 export type { SetOutcome } from './engine-api.ts';
-
-/**
- * One key's record for a snapshot: key bytes src[ks, ke), value bytes src[vs, ve) (valid
- * during the call only), and its expiry on the engine's clock (0 = none).
- */
-export type SnapshotSink = (src: Buffer, ks: number, ke: number, vs: number, ve: number, expiresAt: number) => void;
-
-/**
- * A point-in-time walk over the keyspace (see beginSnapshot). Commands may run between its
- * steps: the sink receives exactly the keys of the moment it began, each once.
- */
-export interface SnapshotWalk {
-  /** The engine's clock when the walk began: the snapshot's point in time. */
-  readonly startedAt: number;
-  /** Hands up to `max` more keys to the sink; false once every key has been handed over. */
-  step(max: number): boolean;
-  /** Ends the walk (finished or abandoned); the engine stops copying keys before changing them. */
-  end(): void;
-}
-
-/** The state of the walk under way. */
-interface Walk {
-  readonly sink: SnapshotSink;
-  readonly startedAt: number;
-  /** Slots at or past this were never used when the walk began: they hold only newer keys. */
-  readonly limit: number;
-  /** A bit per slot below limit: handed to the sink already, or not to be (a newer key). */
-  readonly done: Uint8Array;
-  /** The next slot in the LRU list to look at (LRU when the walk has reached the end). */
-  cursor: number;
-}
+export type { SnapshotSink, SnapshotWalk } from './snapshot-walk.ts';
+export type { TableState } from './bucket-table.ts';
 
 /** Sweep budget when the caller gives none, in milliseconds of the engine's clock. */
 export const DEFAULT_SWEEP_MS = 2;
@@ -146,70 +101,29 @@ export const SWEEP_ENTRIES_PER_MS = 10_000;
 export const MAX_KEYS = 2 ** 27;
 /** The footprint limit is this times the cap, plus the arena's fixed slack. */
 export const FOOTPRINT_FACTOR = 1.25;
-/** Default smallest hash table. */
-export const MIN_BUCKETS = 1024;
-/**
- * Old buckets moved per insert or removal during a resize. At least one per insert is what
- * guarantees a doubling has finished before the keys outgrow the new table.
- */
-export const REHASH_STEP_BUCKETS = 2;
-/** Bucket moves per millisecond of a rehashFor budget, so a frozen or fake clock still bounds a call. */
-export const REHASH_BUCKETS_PER_MS = 20_000;
 /** Slots the slot arrays start with; they double (in place) up to SLOT_GROWTH. */
 export const INITIAL_SLOTS = 1024;
 /** Slots added per growth of the slot arrays past that: 2 MiB of slot fields and 512 KiB of expiry times. */
 export const SLOT_GROWTH = 65_536;
 
-/**
- * Keys below which LRU is exact. Moving a key in the LRU list writes to its two neighbours,
- * random slots: with many keys those are cache misses, about an eighth of a pipelined GET's
- * cost. A small list is in cache and costs nothing to keep exact.
- */
-export const EXACT_LRU_BELOW_KEYS = 1024;
-
-// Slot 0 is the sentinel of the LRU list and the "none" of chains and the free list.
-const LRU = 0;
-// A shrinking resize visits at most this many empty buckets per bucket it is asked to move
-// (a table being shrunk is mostly empty), as dict.c's empty_visits.
-const EMPTY_VISITS_PER_STEP = 16;
-/** Bucket tables are views of resizable buffers (see #newTable); this one too, so every table has one element kind. */
-const NO_TABLE = new Int32Array(resizableBuffer(0, 0));
-/**
- * A dropped bucket table is given back to the OS this many bytes at a time, in the store's
- * time-boxed background step (see #reapFor): ~0.2 ms each, where freeing a 32 MiB table in
- * one go costs ~2.3 ms, inside whichever garbage collection frees it.
- */
-export const REAP_STEP_BYTES = 1024 * 1024;
 const NO_FILTER = new Uint8Array(0);
-
-// A slot's fields, at (slot << STRIDE_SHIFT) + field in #slots.
-const STRIDE_SHIFT = 3;
 /** prefetch() loads a record's bytes a cache line apart, up to this many of them. */
 const CACHE_LINE_BYTES = 64;
 const PREFETCH_RECORD_BYTES = 256;
-const HASH = 0;
-/** Next slot in the same hash bucket (or in the free list); 0 ends it. */
-const CHAIN = 1;
-const PREV = 2;
-const NEXT = 3;
-/** Key length (bits 0-7; 0 marks a free slot), size class (bits 8-15), HAS_TTL. */
-const META = 4;
-const VLEN = 5;
-const CHUNK = 6;
-/** The value of #links when the slot was last linked at the most recent end. */
-const STAMP = 7;
-const HAS_TTL = 1 << 16;
-const SLOT_BYTES = 4 << STRIDE_SHIFT;
-const KLEN_MASK = 0xff;
-const CLS_SHIFT = 8;
+
+// The slot fields as this module's own constants, which TurboFan folds (see slot-layout.ts).
+const STRIDE_SHIFT = SLOT.STRIDE_SHIFT;
+const HASH = SLOT.HASH;
+const CHAIN = SLOT.CHAIN;
+const META = SLOT.META;
+const VLEN = SLOT.VLEN;
+const CHUNK = SLOT.CHUNK;
+const HAS_TTL = SLOT.HAS_TTL;
+const KLEN_MASK = SLOT.KLEN_MASK;
+const CLS_SHIFT = SLOT.CLS_SHIFT;
+const LRU = SLOT.LRU;
 
 const defaultNow = (): number => performance.now();
-
-function checkSeconds(seconds: number): void {
-  if (!(seconds > 0 && seconds <= MAX_TTL_SECONDS)) {
-    throw new RangeError(`ttl must be above 0 and at most ${MAX_TTL_SECONDS} seconds, got ${seconds}`);
-  }
-}
 
 function checkKey(key: Buffer): void {
   if (key.length < 1 || key.length > MAX_KEY_BYTES) {
@@ -217,11 +131,10 @@ function checkKey(key: Buffer): void {
   }
 }
 
-/** The smallest power of two >= n (n >= 1). */
-function powerOfTwoAtLeast(n: number): number {
-  let p = 1;
-  while (p < n) p *= 2;
-  return p;
+function checkSeconds(seconds: number): void {
+  if (!(seconds > 0 && seconds <= MAX_TTL_SECONDS)) {
+    throw new RangeError(`ttl must be above 0 and at most ${MAX_TTL_SECONDS} seconds, got ${seconds}`);
+  }
 }
 
 export class KvEngine implements StoreEngine {
@@ -236,17 +149,14 @@ export class KvEngine implements StoreEngine {
   /** Told of all the engine's memory growth, so that growth starts no garbage collection (see gc-ballast.ts). */
   readonly #ballast: GcBallast;
   readonly #expiry = new ExpiryIndex();
-
-  readonly #minBuckets: number;
-  /** The table shrinks no smaller than this: #minBuckets, or what reserve() made room for until endReserve(). */
-  #floorBuckets: number;
-  readonly #rehashStepBuckets: number;
+  readonly #table: BucketTable;
+  readonly #lru: LruList;
 
   /** Slots the arrays can grow to without moving: room for maxKeys (and the sentinel). */
   readonly #maxSlots: number;
   readonly #slotBuffer: ArrayBuffer;
   readonly #expiryBuffer: ArrayBuffer;
-  /** Every slot's fields (HASH ... CHUNK), at (slot << STRIDE_SHIFT) + field; tracks #slotBuffer's length. */
+  /** Every slot's fields (slot-layout.ts), at (slot << STRIDE_SHIFT) + field; tracks #slotBuffer's length. */
   readonly #slots: Int32Array;
   /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL; tracks #expiryBuffer's length. */
   readonly #expiresAt: Float64Array;
@@ -254,27 +164,14 @@ export class KvEngine implements StoreEngine {
   #top = 1;
   #freeHead = 0;
 
-  /** Bucket → first slot of its chain (0 = empty). */
-  #buckets: Int32Array;
-  #bucketMask: number;
-  /** The table being resized to (NO_TABLE when none), and its mask. */
-  #next: Int32Array = NO_TABLE;
-  #nextMask = 0;
-  /** Buckets of #buckets already moved to #next (0 when no resize is under way). */
-  #migrated = 0;
-  /** Buffers of dropped tables, not yet given back in full (see #reapFor); the last is shrunk first. */
-  readonly #reaping: ArrayBuffer[] = [];
   /** prefetch()'s bucket heads, one per key of a batch (a batch is at most this long). */
   readonly #prefetchSlots = new Int32Array(PREFETCH_BATCH);
   /** prefetch()'s hash of each key of a batch. */
   readonly #prefetchHashes = new Int32Array(PREFETCH_BATCH);
   #prefetchSink = 0;
-  /** Links made at the most recent end of the LRU list (mod 2^32): a slot's STAMP minus this is how far back it went in. */
-  #links = 0;
-  readonly #exactLruBelow: number;
 
   /** The snapshot walk under way, if any. */
-  #walk: Walk | null = null;
+  #walk: WalkedSlots | null = null;
 
   /**
    * Between reserve() and endReserve(): a bit per hash value's top bits, set for every key
@@ -315,33 +212,28 @@ export class KvEngine implements StoreEngine {
     if (!Number.isSafeInteger(exactLruBelowKeys) || exactLruBelowKeys < 0) {
       throw new RangeError(`exactLruBelowKeys must be a non-negative integer, got ${exactLruBelowKeys}`);
     }
-    this.#exactLruBelow = exactLruBelowKeys;
     if (!Number.isSafeInteger(minBuckets) || minBuckets < 1 || minBuckets > MAX_KEYS || powerOfTwoAtLeast(minBuckets) !== minBuckets) {
       throw new RangeError(`minBuckets must be a power of two from 1 to ${MAX_KEYS}, got ${minBuckets}`);
     }
     if (!Number.isSafeInteger(rehashStepBuckets) || rehashStepBuckets < 1) {
       throw new RangeError(`rehashStepBuckets must be a positive integer, got ${rehashStepBuckets}`);
     }
-    this.#minBuckets = minBuckets;
-    this.#floorBuckets = minBuckets;
-    this.#rehashStepBuckets = rehashStepBuckets;
     // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
     const pageTarget = arenaPageTarget(maxMemoryBytes);
     this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes(pageTarget) + (1 << 20);
     // The footprint limit bounds all the engine's arrays, so it is all the ballast needs to cover.
     this.#ballast = new GcBallast(options.gcBallast === true ? this.footprintLimitBytes : 0);
     this.#arena = new RecordArena(this.footprintLimitBytes, { ballast: this.#ballast, pageTarget, pageSource: options.pageSource });
-    this.#buckets = this.#newTable(minBuckets);
-    this.#bucketMask = minBuckets - 1;
     // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
     this.#maxSlots = maxKeys + 1;
     this.#slotBuffer = resizableBuffer(0, this.#maxSlots * SLOT_BYTES);
     this.#expiryBuffer = resizableBuffer(0, this.#maxSlots * 8);
     this.#slots = new Int32Array(this.#slotBuffer);
     this.#expiresAt = new Float64Array(this.#expiryBuffer);
+    this.#table = new BucketTable(this.#slots, this.#ballast, this.#now, minBuckets, rehashStepBuckets);
+    this.#lru = new LruList(this.#slots, exactLruBelowKeys);
     this.#resizeSlots(Math.min(INITIAL_SLOTS, this.#maxSlots));
   }
-
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
   get usageBytes(): number {
     return this.#usage;
@@ -396,7 +288,7 @@ export class KvEngine implements StoreEngine {
     return this.#expiry.hasDue(this.#now());
   }
   get tableState(): TableState {
-    return { buckets: this.#bucketMask + 1, nextBuckets: this.#next.length, movedBuckets: this.#migrated };
+    return this.#table.state;
   }
 
   // ------------------------------------------------------------ commands on key bytes
@@ -411,10 +303,11 @@ export class KvEngine implements StoreEngine {
     const heads = this.#prefetchSlots;
     const hashes = this.#prefetchHashes;
     const n = Math.min(count, heads.length);
+    const table = this.#table;
     // The hashes first, then the bucket loads in a loop of their own: interleaved with the
     // hashing's chains of multiplies, fewer of the loads were in flight at once.
     for (let i = 0; i < n; i++) hashes[i] = this.#hashOf(buf, starts[i]!, ends[i]!);
-    for (let i = 0; i < n; i++) heads[i] = this.#chainOf(hashes[i]!);
+    for (let i = 0; i < n; i++) heads[i] = table.head(hashes[i]!);
     const slots = this.#slots;
     let sink = 0;
     for (let i = 0; i < n; i++) {
@@ -469,7 +362,7 @@ export class KvEngine implements StoreEngine {
       this.#misses++;
       return undefined;
     }
-    this.#touch(slot);
+    this.#lru.touch(slot, this.#live);
     this.#hits++;
     const c = this.#arena.classes[this.#clsOf(slot)]!;
     const i = this.#get(slot, CHUNK);
@@ -533,7 +426,7 @@ export class KvEngine implements StoreEngine {
         this.#clearTtl(slot);
       }
       // Out of the LRU list while making room, so it cannot be its own victim.
-      this.#unlink(slot);
+      this.#lru.unlink(slot);
       this.#usage -= oldSize;
       while (this.#usage + size > max) this.#evictOne();
       if (fresh) {
@@ -565,7 +458,7 @@ export class KvEngine implements StoreEngine {
       if (now === 0) now = this.#now();
       this.#setTtl(slot, now + ttlMs);
     }
-    this.#linkLast(slot);
+    this.#lru.linkLast(slot);
     this.#usage += size;
     return 'ok';
   }
@@ -682,46 +575,16 @@ export class KvEngine implements StoreEngine {
   }
 
   /**
-   * Background step of a hash table resize: moves old buckets to the new table for up to
-   * maxWorkMs of the engine's clock and at most REHASH_BUCKETS_PER_MS * maxWorkMs buckets
-   * (at least one), after a step of giving dropped tables back (#reapFor). Returns whether
-   * a resize or a give-back is still under way. Inserts and removals move buckets too; this
-   * is what finishes a resize on a store that is otherwise idle, and all that frees tables.
+   * Background step of a hash table resize and of giving dropped tables back, for up to
+   * maxWorkMs of the engine's clock (BucketTable.rehashFor). Returns whether either is still under way.
    */
   rehashFor(maxWorkMs: number): boolean {
-    const start = this.#now();
-    if (this.#reaping.length > 0) this.#reapFor(start, maxWorkMs);
-    if (this.#next === NO_TABLE) return this.#reaping.length > 0;
-    let budget = Math.max(1, Math.ceil(maxWorkMs * REHASH_BUCKETS_PER_MS));
-    while (budget > 0 && this.#next !== NO_TABLE) {
-      const n = Math.min(budget, 256);
-      this.#rehashStep(n);
-      budget -= n;
-      if (this.#now() - start >= maxWorkMs) break;
-    }
-    return this.#next !== NO_TABLE || this.#reaping.length > 0;
+    return this.#table.rehashFor(maxWorkMs, this.#live);
   }
 
-  /**
-   * Gives dropped tables back to the OS, REAP_STEP_BYTES at a time, for up to maxWorkMs of
-   * the engine's clock from `start` (at least one step). A table left to the collector
-   * would be freed whole inside one of its pauses, on the serving thread.
-   */
-  #reapFor(start: number, maxWorkMs: number): void {
-    const reaping = this.#reaping;
-    do {
-      const buffer = reaping.at(-1)!;
-      const keep = Math.max(0, buffer.byteLength - REAP_STEP_BYTES);
-      this.#ballast.resize(buffer, keep);
-      if (keep === 0) reaping.pop();
-    } while (reaping.length > 0 && this.#now() - start < maxWorkMs);
-  }
-
-  /** Bytes of dropped tables not yet given back (see #reapFor): held, but no longer part of the footprint. */
+  /** Bytes of dropped tables not yet given back: held, but no longer part of the footprint. */
   get reapingBytes(): number {
-    let bytes = 0;
-    for (const buffer of this.#reaping) bytes += buffer.byteLength;
-    return bytes;
+    return this.#table.reapingBytes;
   }
 
   /**
@@ -747,18 +610,7 @@ export class KvEngine implements StoreEngine {
     if (!(n > 0)) return 0;
     const slots = n + 1; // and the sentinel
     if (slots > this.#expiresAt.length) this.#resizeSlots(slots);
-    const target = powerOfTwoAtLeast(n);
-    if (target > this.#bucketMask + 1) {
-      // No keys, so nothing to move: any resize under way is dropped with the old table.
-      this.#dropTable(this.#buckets);
-      this.#dropTable(this.#next);
-      this.#buckets = this.#newTable(target);
-      this.#bucketMask = target - 1;
-      this.#next = NO_TABLE;
-      this.#nextMask = 0;
-      this.#migrated = 0;
-    }
-    this.#floorBuckets = Math.max(this.#floorBuckets, this.#bucketMask + 1);
+    const target = this.#table.reserve(n);
     // 8 bits per key: an insert of a new key finds its bit set (and walks the chain) at
     // most 1 - e^(-1/8) = 12% of the time, at the end of the load.
     const filterBits = Math.min(31, Math.log2(target) + 3);
@@ -772,14 +624,13 @@ export class KvEngine implements StoreEngine {
    * keys loaded are few for it), and slot room past the slots in use is given back.
    */
   endReserve(): void {
-    this.#floorBuckets = this.#minBuckets;
     this.#newKeyFilter = NO_FILTER;
     const room = this.#expiresAt.length;
     // As much as step-by-step growth would have reached for the slots used.
     let keep = Math.min(INITIAL_SLOTS, this.#maxSlots);
     while (keep < this.#top) keep = this.#slotsAfterGrowth(keep);
     if (keep < room) this.#resizeSlots(keep);
-    if (this.#next === NO_TABLE) this.#maybeResize();
+    this.#table.endReserve(this.#live);
   }
 
   /**
@@ -792,11 +643,7 @@ export class KvEngine implements StoreEngine {
     };
     let usage = 0;
     let withTtl = 0;
-    let live = 0;
-    for (let s = this.#get(LRU, NEXT); s !== LRU; s = this.#get(s, NEXT)) {
-      const next = this.#get(s, NEXT);
-      if (this.#get(next, PREV) !== s) fail(`broken LRU links at slot ${s}`);
-      if (++live > this.#top) fail('LRU list does not end');
+    const live = this.#lru.verify(this.#top, fail, (s) => {
       const klen = this.#klenOf(s);
       if (klen === 0) fail(`free slot ${s} in the LRU list`);
       const { page, at } = this.#record(s);
@@ -804,40 +651,11 @@ export class KvEngine implements StoreEngine {
       if (this.#find(page, at, at + klen, this.#get(s, HASH)) !== s) fail(`slot ${s} is not found under its key`);
       usage += klen + this.#get(s, VLEN);
       if (this.#ttlOf(s) !== 0) withTtl++;
-    }
-    // Each key is chained once, where its hash says: old bucket b until b has been moved
-    // (b < #migrated), then the new table's bucket.
-    let chained = 0;
-    const mask = this.#bucketMask;
-    const migrating = this.#next !== NO_TABLE;
-    if (!migrating && this.#migrated !== 0) fail(`${this.#migrated} buckets counted as moved with no resize under way`);
+    });
     if (this.#ballast.takenBytes !== this.footprintBytes + this.reapingBytes) {
       fail(`the GC ballast counts ${this.#ballast.takenBytes} bytes taken, the footprint is ${this.footprintBytes} and ${this.reapingBytes} are being given back`);
     }
-    for (let b = 0; b <= mask; b++) {
-      if (b < this.#migrated && this.#buckets[b] !== 0) fail(`old bucket ${b} was moved but still holds slots`);
-      for (let s = this.#buckets[b]!; s !== 0; s = this.#get(s, CHAIN)) {
-        if (++chained > live) fail('hash chains hold more slots than the LRU list');
-        if ((this.#get(s, HASH) & mask) !== b) fail(`slot ${s} chained in the wrong bucket`);
-      }
-    }
-    for (let b = 0; b < this.#next.length; b++) {
-      for (let s = this.#next[b]!; s !== 0; s = this.#get(s, CHAIN)) {
-        if (++chained > live) fail('hash chains hold more slots than the LRU list');
-        const h = this.#get(s, HASH);
-        if ((h & this.#nextMask) !== b || (h & mask) >= this.#migrated) fail(`slot ${s} chained in the wrong bucket of the new table`);
-      }
-    }
-    const size = mask + 1;
-    if (powerOfTwoAtLeast(size) !== size || size < this.#minBuckets) fail(`table of ${size} buckets`);
-    if (migrating) {
-      if (this.#nextMask !== this.#next.length - 1 || powerOfTwoAtLeast(this.#next.length) !== this.#next.length) fail(`new table of ${this.#next.length} buckets`);
-      if (this.#migrated >= size) fail(`resize moved ${this.#migrated} of ${size} buckets without finishing`);
-    } else {
-      // A finished resize (or the key count changing) starts the next one when it is due.
-      if (this.#live > size) fail(`${this.#live} keys in ${size} buckets with no resize under way`);
-      if (size > this.#floorBuckets && this.#live * 8 < size) fail(`${this.#live} keys in ${size} buckets with no shrink under way`);
-    }
+    const chained = this.#table.verify(this.#live, fail);
     let free = 0;
     for (let s = this.#freeHead; s !== 0; s = this.#get(s, CHAIN)) {
       if (this.#get(s, META) !== 0) fail(`free slot ${s} is in use`);
@@ -897,19 +715,14 @@ export class KvEngine implements StoreEngine {
   }
 
   /**
-   * MurmurHash3 of the key bytes, seeded per process, as a signed 32-bit integer (the slots'
-   * HASH field holds it so). Read a block at a time through a view of the buffer: the loads,
-   * not the multiplies, were the cost of the byte-at-a-time FNV-1a it replaced (16-byte
-   * keys: 21 against 34 ns, microbenchmark).
+   * MurmurHash3 of the key bytes, seeded per engine, as a signed 32-bit integer (the slots'
+   * HASH field holds it so). It reads the key a 4-byte block at a time through a view of the
+   * buffer: on a short key the loads, not the multiplies, are the cost, and a hash that
+   * reads a byte at a time (FNV-1a) took 34 ns for a 16-byte key where this takes 21
+   * (microbenchmark).
    */
   #hashOf(buf: Buffer, start: number, end: number): number {
     return murmur3_32View(viewOf(buf), start, end, this.#seed) | 0;
-  }
-
-  /** The first slot of hash h's chain (0 for none), in the new table once its old bucket has moved. */
-  #chainOf(h: number): number {
-    const b = h & this.#bucketMask;
-    return b < this.#migrated ? this.#next[h & this.#nextMask]! : this.#buckets[b]!;
   }
 
   /** Whether `slot` is in use and holds the key buf[ks, ke): getAt's check of a hint. */
@@ -920,7 +733,7 @@ export class KvEngine implements StoreEngine {
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
   #find(buf: Buffer, ks: number, ke: number, h: number): number {
     const slots = this.#slots;
-    let s = this.#chainOf(h);
+    let s = this.#table.head(h);
     while (s !== 0) {
       const o = s << STRIDE_SHIFT;
       if (slots[o + HASH] === h && this.#keyIs(o, buf, ks, ke)) return s;
@@ -960,81 +773,10 @@ export class KvEngine implements StoreEngine {
     }
     this.#set(slot, HASH, h);
     // A key newer than the snapshot under way is not part of it.
-    const walk = this.#walk;
-    if (walk !== null && slot < walk.limit) walk.done[slot >> 3]! |= 1 << (slot & 7);
+    if (this.#walk !== null) this.#walk.skip(slot);
     this.#live++;
-    this.#keysChanged(); // before chaining: a resize step may move the bucket the slot goes to
-    const b = h & this.#bucketMask;
-    if (b < this.#migrated) {
-      const nb = h & this.#nextMask;
-      this.#set(slot, CHAIN, this.#next[nb]!);
-      this.#next[nb] = slot;
-    } else {
-      this.#set(slot, CHAIN, this.#buckets[b]!);
-      this.#buckets[b] = slot;
-    }
+    this.#table.insert(slot, h, this.#live);
     return slot;
-  }
-
-  /** After an insert or a removal: a step of the resize under way, or a resize if one is due. */
-  #keysChanged(): void {
-    if (this.#next !== NO_TABLE) this.#rehashStep(this.#rehashStepBuckets);
-    else this.#maybeResize();
-  }
-
-  /** Starts a resize when the keys outgrow the table or fall below an eighth of it. */
-  #maybeResize(): void {
-    const size = this.#bucketMask + 1;
-    const live = this.#live;
-    let target: number;
-    if (live > size) target = powerOfTwoAtLeast(live);
-    else if (live * 8 < size && size > this.#floorBuckets) target = Math.max(this.#floorBuckets, 2 * powerOfTwoAtLeast(Math.max(1, live)));
-    else return;
-    this.#next = this.#newTable(target);
-    this.#nextMask = target - 1;
-    this.#migrated = 0;
-  }
-
-  /**
-   * Moves up to n non-empty old buckets to the new table, visiting at most
-   * EMPTY_VISITS_PER_STEP * n empty ones (always at least one bucket), and finishes the
-   * resize after the last.
-   */
-  #rehashStep(n: number): void {
-    const old = this.#buckets;
-    const next = this.#next;
-    const nextMask = this.#nextMask;
-    const slots = this.#slots;
-    let b = this.#migrated;
-    let emptyVisits = n * EMPTY_VISITS_PER_STEP;
-    while (b < old.length) {
-      let s = old[b]!;
-      b++;
-      if (s === 0) {
-        if (--emptyVisits === 0) break;
-        continue;
-      }
-      old[b - 1] = 0;
-      do {
-        const o = s << STRIDE_SHIFT;
-        const following = slots[o + CHAIN]!;
-        const nb = slots[o + HASH]! & nextMask;
-        slots[o + CHAIN] = next[nb]!;
-        next[nb] = s;
-        s = following;
-      } while (s !== 0);
-      if (--n === 0) break;
-    }
-    this.#migrated = b;
-    if (b === old.length) {
-      this.#dropTable(old);
-      this.#buckets = next;
-      this.#bucketMask = nextMask;
-      this.#next = NO_TABLE;
-      this.#nextMask = 0;
-      this.#migrated = 0;
-      this.#maybeResize();
-    }
   }
 
   /** Takes a live key out: record freed, slot unchained and put on the free list. */
@@ -1046,29 +788,15 @@ export class KvEngine implements StoreEngine {
       this.#clearTtl(slot);
     }
     this.#usage -= this.#klenOf(slot) + this.#get(slot, VLEN);
-    this.#unlink(slot);
+    this.#lru.unlink(slot);
     this.#freeChunk(slot);
-    // Out of its bucket's chain.
-    const h = this.#get(slot, HASH);
-    let table = this.#buckets;
-    let b = h & this.#bucketMask;
-    if (b < this.#migrated) {
-      table = this.#next;
-      b = h & this.#nextMask;
-    }
-    let s = table[b]!;
-    if (s === slot) {
-      table[b] = this.#get(slot, CHAIN);
-    } else {
-      while (this.#get(s, CHAIN) !== slot) s = this.#get(s, CHAIN);
-      this.#set(s, CHAIN, this.#get(slot, CHAIN));
-    }
+    this.#table.remove(slot, this.#get(slot, HASH));
     this.#set(slot, META, 0);
     this.#set(slot, CHAIN, this.#freeHead);
     this.#freeHead = slot;
     this.#live--;
     if (expired) this.#expired++;
-    this.#keysChanged();
+    this.#table.keysChanged(this.#live);
   }
 
   /** Resizes the slot arrays in place to `slots` slots (the buffers reserved their full size: pages are committed or given back, nothing is copied). */
@@ -1077,25 +805,10 @@ export class KvEngine implements StoreEngine {
     this.#ballast.resize(this.#expiryBuffer, slots * 8);
   }
 
-  /**
-   * A zeroed bucket table: fresh pages of the OS, touched as buckets fill, so a large one
-   * costs no copy. Its buffer is resizable only so that it can be given back in steps once
-   * dropped (#reapFor); it never grows.
-   */
-  #newTable(buckets: number): Int32Array {
-    this.#ballast.take(buckets * 4);
-    return new Int32Array(resizableBuffer(buckets * 4, buckets * 4));
-  }
-
-  /** Lets go of a bucket table: its bytes go back to the OS in the background steps (#reapFor). */
-  #dropTable(table: Int32Array): void {
-    if (table.byteLength > 0) this.#reaping.push(table.buffer as ArrayBuffer);
-  }
-
   /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
   #tableBytes(): number {
     // During a resize both bucket tables are held.
-    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#buckets.byteLength + this.#next.byteLength;
+    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#table.bytes;
   }
 
   /** True when adding `extra` bytes would take the footprint past its limit. */
@@ -1121,8 +834,7 @@ export class KvEngine implements StoreEngine {
       const room = this.#expiresAt.length;
       bytes += (this.#slotsAfterGrowth(room) - room) * (SLOT_BYTES + 8);
     }
-    if (this.#next === NO_TABLE && this.#live + 1 > this.#bucketMask + 1) bytes += powerOfTwoAtLeast(this.#live + 1) * 4;
-    return bytes;
+    return bytes + this.#table.newKeyBytes(this.#live);
   }
 
   /**
@@ -1135,7 +847,7 @@ export class KvEngine implements StoreEngine {
     const arena = this.#arena;
     // Only allocations grow the footprint: when this one adds nothing (most SETs), it stays within the limit.
     if (arena.allocCost(cls, size) === 0 && (!newKey || this.#newKeyCost() === 0)) return;
-    while (this.#footprintOver(arena.allocCost(cls, size) + (newKey ? this.#newKeyCost() : 0)) && this.#get(LRU, NEXT) !== LRU) {
+    while (this.#footprintOver(arena.allocCost(cls, size) + (newKey ? this.#newKeyCost() : 0)) && this.#lru.oldest !== LRU) {
       if (this.#evictOne()) this.#footprintEvictions++;
     }
   }
@@ -1149,7 +861,7 @@ export class KvEngine implements StoreEngine {
 
   /** Removes the least recently used key (counted as expired if its TTL has passed); true when it counted as an eviction. */
   #evictOne(): boolean {
-    const victim = this.#get(LRU, NEXT);
+    const victim = this.#lru.oldest;
     if (victim === LRU) throw new Error('kv-engine: usage above zero with no keys');
     const expiresAt = this.#ttlOf(victim);
     const expired = expiresAt !== 0 && expiresAt <= this.#now();
@@ -1158,71 +870,37 @@ export class KvEngine implements StoreEngine {
     return !expired;
   }
 
-  /**
-   * A GET's use of the key. Approximate LRU, as memcached's (which moves an item at most once
-   * a minute) and Redis's (which samples): a key that went in at the most recent end fewer
-   * links ago than three quarters of the keys held is still among the most recent three
-   * quarters, so it stays where it is; a quarter of the keys, all used less recently than
-   * its last move, are evicted before it. Below #exactLruBelow keys it always moves.
-   */
-  #touch(slot: number): void {
-    if (this.#get(LRU, PREV) === slot) return; // already the most recent
-    const live = this.#live;
-    if (live >= this.#exactLruBelow && (this.#links - this.#get(slot, STAMP)) >>> 0 < live - (live >>> 2)) return;
-    this.#unlink(slot);
-    this.#linkLast(slot);
-  }
-
-  #unlink(slot: number): void {
-    const prev = this.#get(slot, PREV);
-    const next = this.#get(slot, NEXT);
-    // The walk must not follow a slot that leaves its place (a touch moves it to the end).
-    if (this.#walk !== null && this.#walk.cursor === slot) this.#walk.cursor = next;
-    this.#set(prev, NEXT, next);
-    this.#set(next, PREV, prev);
-  }
-
-  /** Links `slot` as the most recently used. */
-  #linkLast(slot: number): void {
-    this.#set(slot, STAMP, this.#links);
-    this.#links = (this.#links + 1) | 0;
-    const last = this.#get(LRU, PREV);
-    this.#set(slot, PREV, last);
-    this.#set(slot, NEXT, LRU);
-    this.#set(last, NEXT, slot);
-    this.#set(LRU, PREV, slot);
-  }
-
   // ------------------------------------------------------------ snapshots
 
   /**
-   * Starts a point-in-time snapshot: `step()` hands the keys to `sink` from the least to
-   * the most recently used (the order a load inserts them in, so LRU order comes back),
-   * while commands may run between steps. Copy-on-write, as Dragonfly's versioned
-   * snapshots: before a command changes or removes a key the walk has not reached, the
-   * key's record as it was is handed to the sink first; keys created after the start are
-   * skipped. So the sink receives exactly the keyspace of the start, each key once, and
-   * nothing is copied up front (no pause). Keys already expired at the start are left out.
+   * Starts a point-in-time snapshot (snapshot-walk.ts): `step()` hands the keys to `sink`
+   * from the least to the most recently used (the order a load inserts them in, so LRU
+   * order comes back), while commands may run between steps; before a command changes or
+   * removes a key the walk has not reached, the key's record as it was goes to the sink
+   * first. Keys already expired at the start are left out.
    */
   beginSnapshot(sink: SnapshotSink): SnapshotWalk {
     if (this.#walk !== null) throw new Error('a snapshot is already under way');
-    const limit = this.#top;
-    const walk: Walk = { sink, startedAt: this.#now(), limit, done: new Uint8Array((limit + 7) >> 3), cursor: this.#get(LRU, NEXT) };
+    const walk = new WalkedSlots(sink, this.#now(), this.#top);
+    const lru = this.#lru;
     this.#walk = walk;
+    lru.cursor = lru.oldest;
     return {
       startedAt: walk.startedAt,
       step: (max: number): boolean => {
         if (this.#walk !== walk) throw new Error('the snapshot walk has ended');
-        let s = walk.cursor;
+        let s = lru.cursor;
         for (let n = 0; n < max && s !== LRU; n++) {
           this.#preserve(s);
-          s = this.#get(s, NEXT);
+          s = lru.after(s);
         }
-        walk.cursor = s;
+        lru.cursor = s;
         return s !== LRU;
       },
       end: (): void => {
-        if (this.#walk === walk) this.#walk = null;
+        if (this.#walk !== walk) return;
+        this.#walk = null;
+        lru.cursor = -1;
       },
     };
   }
@@ -1230,10 +908,7 @@ export class KvEngine implements StoreEngine {
   /** Hands the slot's record to the walk's sink unless it was already, or is newer than the walk. */
   #preserve(slot: number): void {
     const walk = this.#walk!;
-    if (slot >= walk.limit) return;
-    const bit = 1 << (slot & 7);
-    if ((walk.done[slot >> 3]! & bit) !== 0) return;
-    walk.done[slot >> 3]! |= bit;
+    if (!walk.claim(slot)) return;
     const expiresAt = this.#ttlOf(slot);
     if (expiresAt !== 0 && expiresAt <= walk.startedAt) return;
     const { page, at } = this.#record(slot);
