@@ -1,17 +1,16 @@
 import { randomInt } from 'node:crypto';
-// The module's binding, not the global (a getter looked up on every call): see served-connection.ts.
-import { performance } from 'node:perf_hooks';
 import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../../protocol/limits.ts';
 import { murmur3_32View } from '../../ring/murmur3.ts';
 import { bytesOf, viewOf } from '../../shared/byte-views.ts';
-import { BucketTable, MIN_BUCKETS, powerOfTwoAtLeast, REHASH_STEP_BUCKETS, type TableState } from './bucket-table.ts';
-import { PREFETCH_BATCH, type SetOutcome, type StoreEngine, ValueRange } from './engine-api.ts';
+import { BucketTable, type TableState } from './bucket-table.ts';
+import { type SetOutcome, type StoreEngine, ValueRange } from './engine-api.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
 import { GcBallast } from './gc-ballast.ts';
-import { EXACT_LRU_BELOW_KEYS, LruList } from './lru-list.ts';
-import type { PageSource } from './page-source.ts';
+import { engineSettings, type KvEngineOptions } from './engine-options.ts';
+import { KeyPrefetch } from './key-prefetch.ts';
+import { LruList } from './lru-list.ts';
 import { arenaPageTarget, arenaSlackBytes, RecordArena } from './record-arena.ts';
-import { resizableBuffer } from './resizable-buffer.ts';
+import { SlotArrays } from './slot-arrays.ts';
 import { SLOT, SLOT_BYTES } from './slot-layout.ts';
 import { WalkedSlots, type SnapshotSink, type SnapshotWalk } from './snapshot-walk.ts';
 
@@ -30,14 +29,9 @@ import { WalkedSlots, type SnapshotSink, type SnapshotWalk } from './snapshot-wa
 // (see docs/benchmarks.md#memory-per-key).
 //
 // Nothing grows in one go (a store of tens of millions of keys must not stop the world for
-// a copy): the slot arrays are typed arrays over resizable ArrayBuffers that reserve
-// address space for maxKeys slots up front, so growing one commits more pages in place and
-// copies nothing; they grow by SLOT_GROWTH slots at a time (doubling only while smaller),
-// because committing costs time in proportion to the bytes added (~4 ms for 128 MiB),
-// about 0.1 ms a step. A lookup indexes one flat array: segments indexed by slot >> shift
-// cost an extra dependent load per field (2-3x the time of a flat array on random access in
-// a micro-benchmark). The hash table is resized incrementally (bucket-table.ts). At start-up
-// a snapshot load sizes both for its file's keys in one go (reserve).
+// a copy): the slot arrays grow in place (slot-arrays.ts) and the hash table is resized
+// incrementally (bucket-table.ts). At start-up a snapshot load sizes both for its file's
+// keys in one go (reserve).
 //
 // The hash is MurmurHash3 over the key bytes with a random per-engine seed, so keys that
 // collide in one process do not collide in the next.
@@ -59,37 +53,9 @@ import { WalkedSlots, type SnapshotSink, type SnapshotWalk } from './snapshot-wa
 // Only GET counts hits and misses. An expired key is never returned: every command checks
 // the key it touches, and sweepExpired() removes unread ones through the expiry index.
 
-export interface KvEngineOptions {
-  maxMemoryBytes: number;
-  evictionPolicy: 'lru' | 'noeviction';
-  /** Milliseconds, monotonic; default performance.now(). */
-  now?: () => number;
-  /**
-   * Most keys held (default and upper bound MAX_KEYS): past it a new key evicts the least
-   * recently used one, or under noeviction gets out_of_memory, as if the cap were reached.
-   */
-  maxKeys?: number;
-  /** Smallest hash table, a power of two (default MIN_BUCKETS); tests use a few buckets to reach resizes with few keys. */
-  minBuckets?: number;
-  /** Old buckets moved to the new table per insert or removal while the table is resized (default REHASH_STEP_BUCKETS, at least 1). */
-  rehashStepBuckets?: number;
-  /**
-   * Below this many keys every GET moves its key to the most recent end of the LRU list;
-   * from it on, a GET leaves a key that is already among the most recent three quarters
-   * where it is (default EXACT_LRU_BELOW_KEYS; 0 = always approximate, as the model test runs it).
-   */
-  exactLruBelowKeys?: number;
-  /**
-   * Map a GC ballast as large as the footprint limit (see gc-ballast.ts): the store does.
-   * Default false, so that tests making hundreds of engines with large caps do not map
-   * that much each; the ballast's account, which the invariant check compares, is kept either way.
-   */
-  gcBallast?: boolean;
-  /** Where the record arena's pages are allocated (default this thread's malloc; the store passes a ThreadPageSource: see page-source.ts). */
-  pageSource?: PageSource;
-}
-
 export type { SetOutcome } from './engine-api.ts';
+export { MAX_KEYS, type KvEngineOptions } from './engine-options.ts';
+export { INITIAL_SLOTS, SLOT_GROWTH } from './slot-arrays.ts';
 export type { SnapshotSink, SnapshotWalk } from './snapshot-walk.ts';
 export type { TableState } from './bucket-table.ts';
 
@@ -97,20 +63,9 @@ export type { TableState } from './bucket-table.ts';
 export const DEFAULT_SWEEP_MS = 2;
 /** Sweep steps per millisecond of budget, so a frozen or fake clock still bounds a call. */
 export const SWEEP_ENTRIES_PER_MS = 10_000;
-/** Most keys one engine holds: slot numbers times the slot size must stay within int32. */
-export const MAX_KEYS = 2 ** 27;
 /** The footprint limit is this times the cap, plus the arena's fixed slack. */
 export const FOOTPRINT_FACTOR = 1.25;
-/** Slots the slot arrays start with; they double (in place) up to SLOT_GROWTH. */
-export const INITIAL_SLOTS = 1024;
-/** Slots added per growth of the slot arrays past that: 2 MiB of slot fields and 512 KiB of expiry times. */
-export const SLOT_GROWTH = 65_536;
-
 const NO_FILTER = new Uint8Array(0);
-/** prefetch() loads a record's bytes a cache line apart, up to this many of them. */
-const CACHE_LINE_BYTES = 64;
-const PREFETCH_RECORD_BYTES = 256;
-
 // The slot fields as this module's own constants, which TurboFan folds (see slot-layout.ts).
 const STRIDE_SHIFT = SLOT.STRIDE_SHIFT;
 const HASH = SLOT.HASH;
@@ -122,8 +77,6 @@ const HAS_TTL = SLOT.HAS_TTL;
 const KLEN_MASK = SLOT.KLEN_MASK;
 const CLS_SHIFT = SLOT.CLS_SHIFT;
 const LRU = SLOT.LRU;
-
-const defaultNow = (): number => performance.now();
 
 function checkKey(key: Buffer): void {
   if (key.length < 1 || key.length > MAX_KEY_BYTES) {
@@ -152,23 +105,11 @@ export class KvEngine implements StoreEngine {
   readonly #table: BucketTable;
   readonly #lru: LruList;
 
-  /** Slots the arrays can grow to without moving: room for maxKeys (and the sentinel). */
-  readonly #maxSlots: number;
-  readonly #slotBuffer: ArrayBuffer;
-  readonly #expiryBuffer: ArrayBuffer;
-  /** Every slot's fields (slot-layout.ts), at (slot << STRIDE_SHIFT) + field; tracks #slotBuffer's length. */
+  readonly #slotArrays: SlotArrays;
+  /** The slot arrays' fields and expiry times (views that track their buffers, so they are never replaced). */
   readonly #slots: Int32Array;
-  /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL; tracks #expiryBuffer's length. */
   readonly #expiresAt: Float64Array;
-  /** Slots ever used: 1..#top-1 (slot 0 is the sentinel). */
-  #top = 1;
-  #freeHead = 0;
-
-  /** prefetch()'s bucket heads, one per key of a batch (a batch is at most this long). */
-  readonly #prefetchSlots = new Int32Array(PREFETCH_BATCH);
-  /** prefetch()'s hash of each key of a batch. */
-  readonly #prefetchHashes = new Int32Array(PREFETCH_BATCH);
-  #prefetchSink = 0;
+  readonly #prefetch: KeyPrefetch;
 
   /** The snapshot walk under way, if any. */
   #walk: WalkedSlots | null = null;
@@ -194,46 +135,26 @@ export class KvEngine implements StoreEngine {
   #misses = 0;
 
   constructor(options: KvEngineOptions) {
-    const { maxMemoryBytes, evictionPolicy, maxKeys = MAX_KEYS } = options;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > MAX_KEYS) {
-      throw new RangeError(`maxKeys must be an integer from 1 to ${MAX_KEYS}, got ${maxKeys}`);
-    }
-    this.maxKeys = maxKeys;
-    if (!Number.isSafeInteger(maxMemoryBytes) || maxMemoryBytes < 0) {
-      throw new RangeError(`maxMemoryBytes must be a non-negative integer, got ${maxMemoryBytes}`);
-    }
-    if (evictionPolicy !== 'lru' && evictionPolicy !== 'noeviction') {
-      throw new RangeError(`evictionPolicy must be 'lru' or 'noeviction', got ${String(evictionPolicy)}`);
-    }
+    const settings = engineSettings(options);
+    const { maxMemoryBytes } = settings;
+    this.maxKeys = settings.maxKeys;
     this.maxMemoryBytes = maxMemoryBytes;
-    this.#noeviction = evictionPolicy === 'noeviction';
-    this.#now = options.now ?? defaultNow;
-    const { minBuckets = MIN_BUCKETS, rehashStepBuckets = REHASH_STEP_BUCKETS, exactLruBelowKeys = EXACT_LRU_BELOW_KEYS } = options;
-    if (!Number.isSafeInteger(exactLruBelowKeys) || exactLruBelowKeys < 0) {
-      throw new RangeError(`exactLruBelowKeys must be a non-negative integer, got ${exactLruBelowKeys}`);
-    }
-    if (!Number.isSafeInteger(minBuckets) || minBuckets < 1 || minBuckets > MAX_KEYS || powerOfTwoAtLeast(minBuckets) !== minBuckets) {
-      throw new RangeError(`minBuckets must be a power of two from 1 to ${MAX_KEYS}, got ${minBuckets}`);
-    }
-    if (!Number.isSafeInteger(rehashStepBuckets) || rehashStepBuckets < 1) {
-      throw new RangeError(`rehashStepBuckets must be a positive integer, got ${rehashStepBuckets}`);
-    }
+    this.#noeviction = settings.evictionPolicy === 'noeviction';
+    this.#now = settings.now;
     // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
     const pageTarget = arenaPageTarget(maxMemoryBytes);
     this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes(pageTarget) + (1 << 20);
     // The footprint limit bounds all the engine's arrays, so it is all the ballast needs to cover.
-    this.#ballast = new GcBallast(options.gcBallast === true ? this.footprintLimitBytes : 0);
-    this.#arena = new RecordArena(this.footprintLimitBytes, { ballast: this.#ballast, pageTarget, pageSource: options.pageSource });
-    // Slots 1..maxKeys at most are ever in use: an insert at maxKeys evicts first, and freed slots are reused.
-    this.#maxSlots = maxKeys + 1;
-    this.#slotBuffer = resizableBuffer(0, this.#maxSlots * SLOT_BYTES);
-    this.#expiryBuffer = resizableBuffer(0, this.#maxSlots * 8);
-    this.#slots = new Int32Array(this.#slotBuffer);
-    this.#expiresAt = new Float64Array(this.#expiryBuffer);
-    this.#table = new BucketTable(this.#slots, this.#ballast, this.#now, minBuckets, rehashStepBuckets);
-    this.#lru = new LruList(this.#slots, exactLruBelowKeys);
-    this.#resizeSlots(Math.min(INITIAL_SLOTS, this.#maxSlots));
+    this.#ballast = new GcBallast(settings.gcBallast ? this.footprintLimitBytes : 0);
+    this.#arena = new RecordArena(this.footprintLimitBytes, { ballast: this.#ballast, pageTarget, pageSource: settings.pageSource });
+    this.#slotArrays = new SlotArrays(settings.maxKeys, this.#ballast);
+    this.#slots = this.#slotArrays.fields;
+    this.#expiresAt = this.#slotArrays.expiresAt;
+    this.#table = new BucketTable(this.#slots, this.#ballast, this.#now, settings.minBuckets, settings.rehashStepBuckets);
+    this.#lru = new LruList(this.#slots, settings.exactLruBelowKeys);
+    this.#prefetch = new KeyPrefetch(this.#slots, this.#table, this.#arena);
   }
+
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
   get usageBytes(): number {
     return this.#usage;
@@ -295,59 +216,11 @@ export class KvEngine implements StoreEngine {
   // The key is buf[ks, ke): 1 to MAX_KEY_BYTES bytes (the protocol parser checks the rules).
 
   prefetch(buf: Buffer, starts: Int32Array, ends: Int32Array, count: number, found?: Int32Array): void {
-    // Passes of independent loads (the CPU keeps several misses in flight), each pass
-    // needing the one before: bucket heads, their slots, the next slot of a chain whose
-    // head holds another hash, then every cache line of the records (the lookup compares
-    // the key, a GET encodes the whole value, a SET overwrites it). found[i]: the slot
-    // of those two whose hash is key i's (0 for neither), a starting point for getAt.
-    const heads = this.#prefetchSlots;
-    const hashes = this.#prefetchHashes;
-    const n = Math.min(count, heads.length);
-    const table = this.#table;
-    // The hashes first, then the bucket loads in a loop of their own: interleaved with the
-    // hashing's chains of multiplies, fewer of the loads were in flight at once.
+    const prefetch = this.#prefetch;
+    const hashes = prefetch.hashes;
+    const n = Math.min(count, hashes.length);
     for (let i = 0; i < n; i++) hashes[i] = this.#hashOf(buf, starts[i]!, ends[i]!);
-    for (let i = 0; i < n; i++) heads[i] = table.head(hashes[i]!);
-    const slots = this.#slots;
-    let sink = 0;
-    for (let i = 0; i < n; i++) {
-      const s = heads[i]!;
-      if (s !== 0) sink ^= slots[(s << STRIDE_SHIFT) + META]!;
-    }
-    // At the table's load factor about one key in three is not its chain's head; one more
-    // step finds most of them (a longer chain's tail is left to the lookup itself).
-    for (let i = 0; i < n; i++) {
-      const s = heads[i]!;
-      if (s === 0) continue;
-      const o = s << STRIDE_SHIFT;
-      if (slots[o + HASH] !== hashes[i]) {
-        const next = slots[o + CHAIN]!;
-        heads[i] = next;
-        if (next !== 0) sink ^= slots[(next << STRIDE_SHIFT) + META]!;
-      }
-    }
-    const classes = this.#arena.classes;
-    for (let i = 0; i < n; i++) {
-      const s = heads[i]!;
-      if (s === 0) {
-        if (found !== undefined) found[i] = 0;
-        continue;
-      }
-      const o = s << STRIDE_SHIFT;
-      if (found !== undefined) found[i] = slots[o + HASH] === hashes[i] ? s : 0;
-      const c = classes[(slots[o + META]! >>> CLS_SHIFT) & 0xff]!;
-      // A large record's own page is left alone; a record's lines are touched up to 256 bytes.
-      if (c.size > 0) {
-        const chunk = slots[o + CHUNK]!;
-        const page = c.pageOf(chunk);
-        const at = c.offsetOf(chunk);
-        const last = at + Math.min(c.size, PREFETCH_RECORD_BYTES) - 1;
-        for (let b = at; b < last; b += CACHE_LINE_BYTES) sink ^= page[b]!;
-        sink ^= page[last]!;
-      }
-    }
-    // Kept, so the loads cannot be optimised away.
-    this.#prefetchSink = sink;
+    prefetch.load(n, found);
   }
 
   /**
@@ -609,7 +482,7 @@ export class KvEngine implements StoreEngine {
     const n = Math.floor(Math.min(keys, this.maxKeys, this.maxMemoryBytes / Math.max(1, recordBytes), footprintRoom / perKey));
     if (!(n > 0)) return 0;
     const slots = n + 1; // and the sentinel
-    if (slots > this.#expiresAt.length) this.#resizeSlots(slots);
+    this.#slotArrays.reserve(slots);
     const target = this.#table.reserve(n);
     // 8 bits per key: an insert of a new key finds its bit set (and walks the chain) at
     // most 1 - e^(-1/8) = 12% of the time, at the end of the load.
@@ -625,11 +498,7 @@ export class KvEngine implements StoreEngine {
    */
   endReserve(): void {
     this.#newKeyFilter = NO_FILTER;
-    const room = this.#expiresAt.length;
-    // As much as step-by-step growth would have reached for the slots used.
-    let keep = Math.min(INITIAL_SLOTS, this.#maxSlots);
-    while (keep < this.#top) keep = this.#slotsAfterGrowth(keep);
-    if (keep < room) this.#resizeSlots(keep);
+    this.#slotArrays.trim();
     this.#table.endReserve(this.#live);
   }
 
@@ -643,7 +512,7 @@ export class KvEngine implements StoreEngine {
     };
     let usage = 0;
     let withTtl = 0;
-    const live = this.#lru.verify(this.#top, fail, (s) => {
+    const live = this.#lru.verify(this.#slotArrays.top, fail, (s) => {
       const klen = this.#klenOf(s);
       if (klen === 0) fail(`free slot ${s} in the LRU list`);
       const { page, at } = this.#record(s);
@@ -656,17 +525,8 @@ export class KvEngine implements StoreEngine {
       fail(`the GC ballast counts ${this.#ballast.takenBytes} bytes taken, the footprint is ${this.footprintBytes} and ${this.reapingBytes} are being given back`);
     }
     const chained = this.#table.verify(this.#live, fail);
-    let free = 0;
-    for (let s = this.#freeHead; s !== 0; s = this.#get(s, CHAIN)) {
-      if (this.#get(s, META) !== 0) fail(`free slot ${s} is in use`);
-      if (++free > this.#top) fail('free list does not end');
-    }
     if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
-    if (live + free + 1 !== this.#top) fail(`slots leak: ${live} live + ${free} free of ${this.#top - 1}`);
-    const capacity = this.#expiresAt.length;
-    if (this.#top > capacity || this.#slots.length !== capacity << STRIDE_SHIFT || capacity > this.#maxSlots) {
-      fail(`room for ${capacity} slots (${this.#slots.length >> STRIDE_SHIFT} in the fields array) with ${this.#top} in use`);
-    }
+    this.#slotArrays.verify(live, fail);
     if (this.#live > this.maxKeys) fail(`${this.#live} keys, more than maxKeys ${this.maxKeys}`);
     if (usage !== this.#usage) fail(`usage counter ${this.#usage}, recomputed ${usage}`);
     if (usage > this.maxMemoryBytes) fail(`usage ${usage} over the cap ${this.maxMemoryBytes}`);
@@ -727,7 +587,7 @@ export class KvEngine implements StoreEngine {
 
   /** Whether `slot` is in use and holds the key buf[ks, ke): getAt's check of a hint. */
   #holdsKey(slot: number, buf: Buffer, ks: number, ke: number): boolean {
-    return slot < this.#top && this.#keyIs(slot << STRIDE_SHIFT, buf, ks, ke);
+    return slot < this.#slotArrays.top && this.#keyIs(slot << STRIDE_SHIFT, buf, ks, ke);
   }
 
   /** The slot holding the key buf[ks, ke) (hash h), or 0. */
@@ -764,13 +624,7 @@ export class KvEngine implements StoreEngine {
 
   /** A fresh slot for hash h, chained into its bucket (the record is the caller's job). */
   #newSlot(h: number): number {
-    let slot = this.#freeHead;
-    if (slot !== 0) {
-      this.#freeHead = this.#get(slot, CHAIN);
-    } else {
-      slot = this.#top++;
-      if (slot >= this.#expiresAt.length) this.#resizeSlots(this.#slotsAfterGrowth(this.#expiresAt.length));
-    }
+    const slot = this.#slotArrays.take();
     this.#set(slot, HASH, h);
     // A key newer than the snapshot under way is not part of it.
     if (this.#walk !== null) this.#walk.skip(slot);
@@ -791,34 +645,21 @@ export class KvEngine implements StoreEngine {
     this.#lru.unlink(slot);
     this.#freeChunk(slot);
     this.#table.remove(slot, this.#get(slot, HASH));
-    this.#set(slot, META, 0);
-    this.#set(slot, CHAIN, this.#freeHead);
-    this.#freeHead = slot;
+    this.#slotArrays.release(slot);
     this.#live--;
     if (expired) this.#expired++;
     this.#table.keysChanged(this.#live);
   }
 
-  /** Resizes the slot arrays in place to `slots` slots (the buffers reserved their full size: pages are committed or given back, nothing is copied). */
-  #resizeSlots(slots: number): void {
-    this.#ballast.resize(this.#slotBuffer, slots * SLOT_BYTES);
-    this.#ballast.resize(this.#expiryBuffer, slots * 8);
-  }
-
   /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
   #tableBytes(): number {
     // During a resize both bucket tables are held.
-    return this.#slots.byteLength + this.#expiresAt.byteLength + this.#table.bytes;
+    return this.#slotArrays.bytes + this.#table.bytes;
   }
 
   /** True when adding `extra` bytes would take the footprint past its limit. */
   #footprintOver(extra: number): boolean {
     return this.#arena.footprintBytes + this.#tableBytes() + extra > this.footprintLimitBytes;
-  }
-
-  /** The slot arrays' length after one growth step from `slots`: doubling up to SLOT_GROWTH, then SLOT_GROWTH more. */
-  #slotsAfterGrowth(slots: number): number {
-    return Math.min(this.#maxSlots, slots < SLOT_GROWTH ? slots * 2 : slots + SLOT_GROWTH);
   }
 
   /**
@@ -829,12 +670,7 @@ export class KvEngine implements StoreEngine {
    * instead of growing.
    */
   #newKeyCost(): number {
-    let bytes = 0;
-    if (this.#freeHead === 0 && this.#top >= this.#expiresAt.length) {
-      const room = this.#expiresAt.length;
-      bytes += (this.#slotsAfterGrowth(room) - room) * (SLOT_BYTES + 8);
-    }
-    return bytes + this.#table.newKeyBytes(this.#live);
+    return this.#slotArrays.newSlotBytes() + this.#table.newKeyBytes(this.#live);
   }
 
   /**
@@ -881,7 +717,7 @@ export class KvEngine implements StoreEngine {
    */
   beginSnapshot(sink: SnapshotSink): SnapshotWalk {
     if (this.#walk !== null) throw new Error('a snapshot is already under way');
-    const walk = new WalkedSlots(sink, this.#now(), this.#top);
+    const walk = new WalkedSlots(sink, this.#now(), this.#slotArrays.top);
     const lru = this.#lru;
     this.#walk = walk;
     lru.cursor = lru.oldest;
