@@ -1,5 +1,5 @@
 import { PARSE_ERROR_REASONS } from './command-parser.ts';
-import { base64Slice, latin1Write } from '../shared/buffer-internals.ts';
+import { base64Slice, latin1Write } from '../shared/node-internals.ts';
 import { bytesOf } from '../shared/byte-views.ts';
 import { base64Length } from './limits.ts';
 

@@ -1,7 +1,7 @@
 import { writeSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { ReplyTarget, valueReplyLength, writeValueReply } from '../../protocol/replies.ts';
-import { latin1Write } from '../../shared/buffer-internals.ts';
+import { latin1Write } from '../../shared/node-internals.ts';
 import { nativeWrite, SocketFdCache, type SocketIo } from './native-io.ts';
 
 /**
