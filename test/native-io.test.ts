@@ -5,7 +5,8 @@
 import { once } from 'node:events';
 import { connect, createServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { chooseSocketIo, loadSocketIo, socketFd, SocketFdCache } from '../services/store/network/native-io.ts';
+import { chooseSocketIo, loadSocketIo, SocketFdCache } from '../services/store/network/native-io.ts';
+import { socketFd } from '../services/shared/node-internals.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { getSystemErrorName } from 'node:util';
 import type { NativeIoMode } from '../../config/config.ts';
 import type { Logger } from '../../shared/logger.ts';
+import { socketFd, socketHandle } from '../../shared/node-internals.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import type { ReadReceiver } from './shared-read-buffer.ts';
 
@@ -67,16 +68,6 @@ export function nativeWrite(io: SocketIo, fd: number, buf: Buffer, n: number): n
   return r >= 0 ? r : r === -EAGAIN ? 0 : -1;
 }
 
-interface SocketInternals {
-  readonly _handle: { readonly fd?: number } | null;
-}
-
-/** The socket's file descriptor, or -1 when it has none (closed; or a platform whose handles have none). */
-export function socketFd(socket: Socket): number {
-  const fd = (socket as unknown as SocketInternals)._handle?.fd;
-  return fd !== undefined && fd >= 0 ? fd : -1;
-}
-
 /**
  * socketFd, read once per handle: a handle's `fd` is an accessor that calls into C++
  * (~0.7% of the store's CPU at pipeline depth 16 when read for every write). A handle
@@ -88,7 +79,7 @@ export class SocketFdCache {
   #fd = -1;
 
   of(socket: Socket): number {
-    const handle = (socket as unknown as SocketInternals)._handle;
+    const handle = socketHandle(socket);
     if (handle !== this.#handle) {
       this.#handle = handle;
       this.#fd = socketFd(socket);

@@ -1,4 +1,5 @@
 import { Socket } from 'node:net';
+import { detachSocketHandle } from '../../shared/node-internals.ts';
 
 /**
  * Reads every client socket into one shared buffer instead of a fresh one per read.
@@ -22,10 +23,6 @@ const READ_BUFFER_BYTES = 64 * 1024;
 /** What a socket's reads are handed to: bytes buf[0, n), valid only during the call. */
 export type ReadReceiver = (buf: Buffer, n: number) => void;
 
-interface SocketInternals {
-  _handle: unknown;
-}
-
 export class SharedReadBuffer {
   readonly #buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
 
@@ -37,10 +34,8 @@ export class SharedReadBuffer {
    * caller then keeps `accepted` and its usual reads.
    */
   adopt(accepted: Socket, receive: ReadReceiver, options: { readonly allowHalfOpen: boolean }): Socket | undefined {
-    const internals = accepted as unknown as SocketInternals;
-    const handle = internals._handle;
-    if (handle === null || typeof handle !== 'object') return undefined;
-    internals._handle = null;
+    const handle = detachSocketHandle(accepted);
+    if (handle === undefined) return undefined;
     const buffer = this.#buffer;
     const socket = new Socket({
       handle: handle as never,
