@@ -5,7 +5,7 @@ import { TurnScheduler, type TurnWork } from '../services/store/network/turn-sch
 
 const turnEnd = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** A connection that logs what the scheduler asks of it and, like ClientConnection, asks for its turn end after running. */
+/** A connection that logs what the scheduler asks of it and, like ServedConnection, asks for its turn end after running. */
 class StandIn implements TurnWork {
   turnQueues = 0;
   /** Set to make its next endTurn put it in line again (lines left after its slice). */

@@ -18,15 +18,14 @@ const setDefault = (flag: string): void => void (defaultV8Flag(flag) && v8FlagDe
  * JavaScript heap has grown to this many percent more than it held after the last. The
  * store's heap is small (~12 MB; its data is off the heap), and with V8's default factor
  * the limit stays closer than the young generation's size, so V8 starts a full collection
- * every few hundred milliseconds under load whatever is allocated: ~20 during an
- * 8,000,000-key load. V8 also counts towards that limit the ArrayBuffer memory allocated
- * since the last full collection, which swings by a GC ballast step (32 MiB) while the
- * engine grows (see gc-ballast.ts): with 300 (a limit of ~48 MB) one full collection still
- * came in every 8,000,000-key load, started for the allocation limit at 13 MB of heap (a
- * 1.8-3.9 ms pause on the serving thread, V8's threads marking meanwhile; four of four
- * alternating with 500); with 500 (~72 MB) none came in nine. The heap holds at most that
- * much between collections, and fills it only as slowly as the store promotes garbage
- * (~3 MB per 8,000,000 SETs). A flag given on the command line wins.
+ * every few hundred milliseconds under load whatever is allocated. V8 also counts towards
+ * that limit the ArrayBuffer memory allocated since the last full collection, which swings
+ * by a GC ballast step (32 MiB) while the engine grows (see engine/gc-ballast.ts): at 300
+ * (a limit of ~48 MB) a load of 8,000,000 keys still starts a full collection, a pause of
+ * a few ms on the serving thread; at 500 (~72 MB) none comes
+ * (docs/benchmarks.md#pauses-during-growth). The heap holds at most that much between
+ * collections, and fills it only as slowly as the store promotes garbage (~3 MB per
+ * 8,000,000 SETs). A flag given on the command line wins.
  */
 const HEAP_GROWING_PERCENT = 500;
 // Read by V8 each time it sets the heap's next limit, so setting it now takes effect.

@@ -14,11 +14,9 @@
 // count V8 sees never rises above its start-up figure. A step is BALLAST_STEP_BYTES, half
 // of V8's 64 MiB, so most growth costs no call here at all.
 //
-// (The other half of the fix is V8's heap-growing factor, set by main.ts: with a JavaScript
-// heap of ~11 MB V8 also starts a full collection every few hundred milliseconds for the
-// heap's own limit. Measured with bench/growth-stall.ts, 8,000,000 keys, five alternating
-// runs each: worst PING 6.4-13.3 ms, median 7.6, p99 median 1.8 ms with both; 8.2-11.9 ms,
-// median 11.1, p99 median 2.5 ms without.)
+// The other half is V8's heap-growing factor, set by main.ts: with a JavaScript heap of
+// ~11 MB V8 also starts a full collection every few hundred milliseconds for the heap's own
+// limit. Both cut a load's worst PING: see docs/benchmarks.md#pauses-during-growth.
 //
 // When the ballast is used up (an engine whose footprint limit is above MAX_BALLAST_BYTES,
 // or more than the machine would map at start-up) the engine grows as it would without

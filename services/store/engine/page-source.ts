@@ -1,18 +1,18 @@
 // Where the record arena's pages come from (record-arena.ts). A page is a plain
 // ArrayBuffer, which Node allocates with malloc; its memory must leave the process when
 // the page is freed. With glibc's mmap threshold fixed below the smallest page
-// (malloc-tuning.ts) a page is mapped on its own and unmapped when freed, unless malloc can
+// (runtime/malloc-tuning.ts) a page is mapped on its own and unmapped when freed, unless malloc can
 // serve it from a free chunk of the heap first, which it does: the serving thread's heap
-// is full of freed chunks (line buffers, replies, Node's own), and in the memory-churn
-// test 43 MiB of pages stayed in it after every key was deleted. A thread of its own
+// is full of freed chunks (line buffers, replies, Node's own), where pages would stay
+// resident after their keys are deleted (docs/benchmarks.md#memory-under-churn). A thread of its own
 // allocates the pages instead: glibc gives it an arena of its own, where nothing else is
 // freed, so every page is mapped. A page is handed over without a copy, and freed
 // (detached) on the serving thread, which unmaps it.
 //
-// A round trip to that thread is slow where it counts: waking it and being woken took a
-// median 0.15 ms and up to 5-7 ms on a 2-core VM, against 0.02 ms for a page from the
-// serving thread's own malloc, and during a load of 8,000,000 keys the store's PING
-// round trips over 5 ms went from 14-126 to 49-284. So a size class's page is asked for
+// A round trip to that thread is slow where it counts: waking it and being woken takes
+// ~0.15 ms and up to several ms on a busy 2-core machine, against 0.02 ms for a page from
+// the serving thread's own malloc, and waiting for it during a load lengthens the store's
+// PING round trips (docs/benchmarks.md#memory-under-churn). So a size class's page is asked for
 // one ahead: when the arena takes one, the next of its size is requested at once, and
 // arrives while the store serves; the serving thread waits only for a size's first page
 // (and when the thread falls behind). A page held ahead costs address space, not memory:

@@ -3,14 +3,14 @@
 // leave.
 //
 // Why: a million keys held as JS strings cost V8 object headers, a Map entry each, and
-// heap slack that the garbage collector keeps after a bulk load (measured: ~320 bytes of
-// RSS per 100-byte entry, where Redis takes ~210). Records in raw memory cost their bytes
+// heap slack that the garbage collector keeps after a bulk load (~320 bytes of RSS per
+// 100-byte entry, where Redis takes ~210: docs/benchmarks.md#memory-per-key). Records in raw memory cost their bytes
 // plus size-class rounding, and the collector never walks them.
 //
 // Layout. A record of n bytes goes to the smallest size class that fits it: multiples of
 // 4 bytes up to 256 (the rounding of a 100-byte value with its key costs at most 3 bytes,
-// where steps of 8 cost up to 7: 4 bytes per key on average, measured as 169 against 165 B
-// of RSS per key for 1,000,000 keys of 100-byte values), then steps of about 6% up to
+// where steps of 8 cost up to 7: 4 bytes of RSS per key on average, see
+// docs/benchmarks.md#memory-per-key), then steps of about 6% up to
 // LARGE_RECORD_BYTES. A class holds its records densely, as chunks 0..count-1: chunk i is
 // in page i >> shift, at byte (i & mask) * size. Freeing chunk i moves the class's last
 // chunk into its place (one copy of at most LARGE_RECORD_BYTES), so a class never has
@@ -20,10 +20,10 @@
 // target (64 KiB to 4 MiB, by the cap: see arenaPageTarget). Plain, not resizable: V8 loads
 // from a view over a resizable buffer about twice as slowly (it re-checks the length), and
 // the records are read on every GET: with plain pages a GET's value is encoded to base64 in
-// JavaScript (up to 512 bytes: services/protocol/replies.ts), and the store ran 1.06 times
-// as fast at pipeline depth 16 (median of 16 alternating rounds). Node allocates a page
+// JavaScript (up to 512 bytes: services/protocol/replies.ts), which makes the store faster
+// at pipeline depth 16 (docs/benchmarks.md#where-a-commands-cpu-goes). Node allocates a page
 // with malloc; the store runs with glibc's mmap threshold fixed below the smallest page
-// (malloc-tuning.ts), so each page is mapped on its own, its memory committed as records
+// (runtime/malloc-tuning.ts), so each page is mapped on its own, its memory committed as records
 // fill it, and unmapped the moment it is freed, without the garbage collector and without
 // malloc keeping holes. A class takes a page when its pages are full and gives its last one
 // back once a page and a half is unused, keeping one spare (so a SET/DELETE at a page edge

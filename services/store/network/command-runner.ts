@@ -1,4 +1,4 @@
-// The module's binding, not the global (a getter looked up on every call): see client-connection.ts.
+// The module's binding, not the global (a getter looked up on every call): see served-connection.ts.
 import { performance } from 'node:perf_hooks';
 import { AUTH, DELETE, EXPIRE, GET, OK, ParsedCommand, PING, QUIT, SET, SETEX, STATS, TTL, USAGE, parseCommand } from '../../protocol/command-parser.ts';
 import {

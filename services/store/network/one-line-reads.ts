@@ -14,7 +14,7 @@ const INPUT_BYTES = 64 * 1024;
  * with: with 50 such clients each command paid its misses (bucket, slot, record) alone,
  * one after another, the largest share of the store's own time at depth 1. Held here, the
  * turn's one-line reads of every connection are prefetched as one batch and then run, in
- * the order they were read; their replies go out at the end of the same turn as before.
+ * the order they were read; their replies go out at the end of the turn they were read in.
  *
  * The bytes are copied (the shared read buffer is overwritten by the next read) into one
  * buffer, with each read's key, up to PREFETCH_BATCH reads a turn, and a copy is handed

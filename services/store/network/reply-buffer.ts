@@ -27,11 +27,10 @@ import { nativeWrite, SocketFdCache, type SocketIo } from './native-io.ts';
  *
  * Why: socket.write goes through the writable stream (its state, a write request object,
  * a callback on the next tick) before the same write(2). At pipeline depth 1, where every
- * reply is a write of its own, that machinery was ~0.5 µs of the store's ~6 µs of user-space
- * CPU per command (`perf record`, six alternating rounds of kvload against the two
- * builds: median 5.98 against 6.50 µs; total CPU per command 16.97 against 17.70 µs).
+ * reply is a write of its own, that machinery is ~0.5 µs of the store's ~6 µs of user-space
+ * CPU per command (docs/benchmarks.md#where-a-commands-cpu-goes).
  * What the kernel did not take is queued with socket.write by the caller, so the order of
- * the bytes and the stream's backpressure ('drain', writableLength) are as before; an
+ * the bytes and the stream's backpressure ('drain', writableLength) stay the stream's; an
  * error is left to socket.write too, which reports it the usual way.
  *
  * Never on an encrypted socket: a TLS handle answers `fd` with its TCP connection's, and

@@ -59,7 +59,7 @@ const CLOSING = 2;
 /** socket.end() called. */
 const ENDED = 3;
 
-/** How ClientConnection.#pump was reached: a read or a drained socket, the line of waiting work, the turn's held one-command reads. */
+/** How ServedConnection.#pump was reached: a read or a drained socket, the line of waiting work, the turn's held one-command reads. */
 type PumpFrom = typeof FRESH | typeof RESUMED | typeof HELD;
 const FRESH = 0;
 const RESUMED = 1;
@@ -115,7 +115,7 @@ export interface ConnectionReads {
  * output, and cannot keep the others waiting for more than one budget, nor can many such
  * clients together make a turn much longer than TURN_BUDGET_MS.
  */
-export class ClientConnection implements TurnWork {
+export class ServedConnection implements TurnWork {
   readonly socket: Socket;
   turnQueues = 0;
   readonly #ctx: ConnectionContext;

@@ -42,7 +42,7 @@ export class SharedReadBuffer {
       allowHalfOpen: options.allowHalfOpen,
       readable: true,
       writable: true,
-      // true: the connection pauses reading itself when it must (see ClientConnection).
+      // true: the connection pauses reading itself when it must (see ServedConnection).
       onread: { buffer, callback: (n: number): boolean => (receive(buffer, n), true) },
     });
     socket.once('close', () => accepted.destroy());

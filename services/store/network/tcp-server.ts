@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { MAX_CONNECTIONS_REPLY, statsReply } from '../../protocol/replies.ts';
 import { listen } from '../../shared/listen.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { ClientConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
+import { ServedConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
 import { NativeClientReads, type SocketIo } from './native-io.ts';
 import { StreamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
@@ -57,7 +57,7 @@ export function sweepPeriodMs(idleTimeoutMs: number, outputStallTimeoutMs: numbe
 
 /**
  * The store's TCP listener: accepts up to maxConnections clients, hands each to a
- * ClientConnection, closes those whose client stopped taking its replies, and tracks
+ * ServedConnection, closes those whose client stopped taking its replies, and tracks
  * every socket so shutdown can end them.
  */
 export class StoreServer {
@@ -65,7 +65,7 @@ export class StoreServer {
   readonly metrics: StoreMetrics;
   readonly server: Server;
   readonly #context: ConnectionContext;
-  readonly #connections = new Set<ClientConnection>();
+  readonly #connections = new Set<ServedConnection>();
   /** Every socket, refused ones included, so destroy() leaves none behind. */
   readonly #sockets = new Set<Socket>();
   readonly #startedAt = performance.now();
@@ -94,7 +94,7 @@ export class StoreServer {
       logger: options.logger,
     };
     // allowHalfOpen: a client's FIN must not end our side before the replies to what it
-    // sent are written (they may be held back); ClientConnection ends it.
+    // sent are written (they may be held back); ServedConnection ends it.
     // pauseOnConnect: an accepted socket must not read before its handle moves to the
     // socket that reads into the shared buffer (see SharedReadBuffer).
     this.server = createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.#accept(socket));
@@ -127,11 +127,11 @@ export class StoreServer {
       this.#refuse(accepted.resume()); // reads, and drops, what it sends: it gets a FIN, not a reset
       return;
     }
-    let connection!: ClientConnection; // made below, before any read can arrive
+    let connection!: ServedConnection; // made below, before any read can arrive
     const { socket, reads } = this.#readerOf(accepted, (buf, n) => connection.receive(buf, n));
     this.#track(socket);
     this.metrics.connectionsTotal++;
-    connection = new ClientConnection(socket, this.#context, reads);
+    connection = new ServedConnection(socket, this.#context, reads);
     this.#connections.add(connection);
     socket.on('close', () => {
       this.#connections.delete(connection);

@@ -5,12 +5,12 @@ import { TurnEnd } from '../../shared/turn-batcher.ts';
  * The time (ms) a turn of the event loop gives pipelined work. Reads of many lines do not
  * run where they are read (the poll phase): they wait in line, in the order they came, and
  * a turn end runs the line from its head while this lasts; one that starts runs its own
- * slice (256 commands or 0.5 ms, client-connection.ts), so a turn's pipelined work stays
+ * slice (256 commands or 0.5 ms, served-connection.ts), so a turn's pipelined work stays
  * within about 1.5 ms however many clients pipeline at once, and the rest wait for the
- * next turns. Without it a turn grew with their number (16 loaders with 256 commands in
- * flight each: 2-8 ms turns; 200 clients flooding without reading: turns of up to 100 ms),
- * and every other client waited for it. 1 ms rather than 2: with 16 loaders a PING's p99
- * fell from 2.8-3.3 to 1.7-2.1 ms and pipelined throughput did not (docs/benchmarks.md).
+ * next turns. Without it a turn grows with their number (to tens of ms with hundreds of
+ * clients flooding), and every other client waits for it. 1 ms rather than 2: a PING's p99
+ * under 16 loaders is lower and pipelined throughput the same
+ * (docs/benchmarks.md#connection-floods-and-fairness).
  */
 export const TURN_BUDGET_MS = 1;
 
@@ -107,9 +107,9 @@ class WorkQueue {
  * every reply of the turn so far; and the line of waiting work from its head, each writing
  * its replies as soon as it has run, within the turn's budget. So a client that sends one
  * command at a time waits for at most the rest of the turn it sent in, never for the
- * pipelined work read with it: while 2 loaders filled 2,000,000 keys, a PING every
- * millisecond had a p99 of 1.7-2.3 ms against 2.4-4.1 ms when pipelined reads ran in the
- * poll phase (before the PINGs held for the turn end), docs/benchmarks.md.
+ * pipelined work read with it: a PING's p99 under loaders is lower than when pipelined
+ * reads run in the poll phase, before the PINGs held for the turn end
+ * (docs/benchmarks.md#connection-floods-and-fairness).
  *
  * It keeps its own lists rather than a TurnBatcher each: with a batcher each, two
  * setImmediates could fall in one check phase in either order, and a connection that ended

@@ -26,16 +26,16 @@ import { StoreServer } from '../network/tcp-server.ts';
  * optimised code belong to the functions, not to the objects, so the real engine and
  * server start with them. The scratch engine is made before the real one on purpose: V8
  * settles its objects' layout (their hidden class) on the scratch objects, and the real
- * ones are then made with the settled layout. Warmed after the real engine existed, the
- * same warm-up made the first seconds of a load worse (docs/benchmarks.md, "The prober's
- * own start"). What the warm-up does not see still costs the first clients: an object of
- * a kind the scratch store never made, a field it never changed (docs/benchmarks.md, "A
- * load's first 100 ms").
+ * ones are then made with the settled layout; warmed after the real engine exists, the
+ * same warm-up makes the first seconds of a load worse, as V8 throws the real engine's
+ * code away (docs/benchmarks.md#pauses-during-growth). What the warm-up does not see still
+ * costs the first clients: an object of a kind the scratch store never made, a field it
+ * never changed.
  *
  * Nothing of the scratch store is seen outside this call: its metrics are its own and
  * registered nowhere, its port is on loopback and closed before the store listens, and
  * its engine is dropped. A warm-up that fails (no loopback, say) is reported, not thrown:
- * the store then starts cold, as it did before.
+ * the store then starts cold, and serves as it would otherwise, only slower at first.
  */
 
 /** As a pipelining client sends lines: 256 per write, two writes in flight per connection. */
@@ -73,7 +73,7 @@ export interface WarmupOptions {
    * at a load's first writes, the arena's page allocation was optimised for a source of
    * another class, and the first page of each size waited for a round trip to the thread;
    * this way the next page of each size the warm-up used is already held ahead for the
-   * real engine (docs/benchmarks.md, "A load's first 100 ms").
+   * real engine (docs/benchmarks.md#pauses-during-growth).
    */
   readonly pageSource?: PageSource | undefined;
   /** Where the scratch listener binds (a test gives an address that cannot be bound). */

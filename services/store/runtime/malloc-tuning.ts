@@ -1,11 +1,11 @@
-// The store's records live in plain ArrayBuffers (record-arena.ts), which Node allocates
+// The store's records live in plain ArrayBuffers (engine/record-arena.ts), which Node allocates
 // with malloc. glibc maps an allocation at or above its mmap threshold on its own and
 // unmaps it when freed, so its memory leaves the process at once; below the threshold it
 // comes from the heap, whose freed holes stay resident. The threshold starts at 128 KiB,
 // but glibc raises it to the size of each larger mapped block that is freed (up to 32 MiB),
-// so after the first freed page the arena's pages would come from the heap: measured, 1 MiB
-// pages allocated and freed by halves kept all their memory resident from the second round
-// on. A threshold that is set, rather than left to glibc, is fixed.
+// so after the first freed page the arena's pages would come from the heap and stay
+// resident once freed (docs/benchmarks.md#memory-under-churn). A threshold that is set,
+// rather than left to glibc, is fixed.
 //
 // The store sets it at start-up in one of three ways, the first that applies:
 // - its environment's GLIBC_TUNABLES holds `glibc.malloc.mmap_threshold` (the image sets
