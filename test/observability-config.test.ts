@@ -109,6 +109,7 @@ describe('alert rules', () => {
         'KvStoreRejectedConnections',
         'KvStoreOutputLimitDisconnects',
         'KvStoreAuthFailures',
+        'KvStorePasswordReloadFailing',
         'KvStoreLowHitRate',
         'KvStoreSnapshotFailing',
         'KvStoreSnapshotStale',

@@ -225,13 +225,14 @@ export default dashboard({
       timeseries({
         title: 'Wrong passwords in 5 minutes',
         description:
-          'AUTH attempts with a wrong password over the last 5 minutes (kvstore_auth_failures_total; KvStoreAuthFailures fires above the line), and commands refused because their connection had not sent the password (kvstore_protocol_errors_total{reason="authentication_required"}): a client without a password. Both stay at 0 on a store without STORE_PASSWORD.',
+          'AUTH attempts with a wrong password over the last 5 minutes (kvstore_auth_failures_total; KvStoreAuthFailures fires above the line), commands refused because their connection had not sent the password (kvstore_protocol_errors_total{reason="authentication_required"}): a client without a password, and failed reads of STORE_PASSWORD_FILE (KvStorePasswordReloadFailing). All stay at 0 on a store without STORE_PASSWORD.',
         unit: 'short',
         width: 8,
         min: 0,
         queries: [
           query(`increase(${sel('kvstore_auth_failures_total')}[5m])`, 'wrong password {{instance}}'),
           query(`increase(${sel('kvstore_protocol_errors_total', 'reason="authentication_required"')}[5m])`, 'refused before AUTH {{instance}}'),
+          query(`increase(${sel('kvstore_password_reload_failures_total')}[5m])`, 'failed password reloads {{instance}}'),
         ],
         thresholds: { steps: steps(T.KvStoreAuthFailures, ['red']) },
       }),

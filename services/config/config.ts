@@ -82,7 +82,8 @@ export const storeSettings = {
   passwordFile: {
     env: 'STORE_PASSWORD_FILE',
     default: '',
-    description: 'A file holding the password instead (a Docker or Kubernetes secret), read at start-up; one trailing line break is dropped. Not with STORE_PASSWORD.',
+    description:
+      'A file holding the password instead (a Docker or Kubernetes secret); one trailing line break is dropped. Read at start-up, again on SIGHUP and when it changes on disk (looked at every 5 s; a Kubernetes symlink swap included): new connections need the new password, those already in stay. A reload that fails keeps the password in use. Not with STORE_PASSWORD.',
     parse: passwordFilePath,
   },
   snapshotRequired: {
@@ -184,7 +185,7 @@ function checkDistinctPorts(port: number, portEnv: string, metricsPort: number, 
   }
 }
 
-/** The password in effect: STORE_PASSWORD's, or STORE_PASSWORD_FILE's read now (the store reads the file again on reload). */
+/** The password in effect at start-up: STORE_PASSWORD's, or STORE_PASSWORD_FILE's read now (password-file.ts reads the file again). */
 export function storePasswordOf(config: Pick<StoreConfig, 'password' | 'passwordFile'>) {
   return resolvePassword({ password: config.password, passwordFile: config.passwordFile, passwordEnv: storeSettings.password.env, passwordFileEnv: storeSettings.passwordFile.env });
 }

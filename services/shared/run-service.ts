@@ -6,6 +6,8 @@ export interface RunnableService {
   close(): Promise<void>;
   /** Stops at once. */
   destroy(): void;
+  /** Reads its files again (SIGHUP), keeping its connections. */
+  reload?(): void;
 }
 
 export interface RunServiceOptions<C extends { readonly logLevel: LogLevel }, S extends RunnableService> {
@@ -23,6 +25,8 @@ const FORCE_EXIT_MS = 5000;
  * The entry point both services share: config from the environment (a bad setting
  * prints its message and exits 1), start, and a graceful stop on SIGTERM/SIGINT that
  * exits 0 (a second signal, or a stop past FORCE_EXIT_MS, stops at once with 1).
+ * A service that can reload its files gets SIGHUP once it has started (before, SIGHUP
+ * ends the process, as it does one without a reload).
  */
 export async function runService<C extends { readonly logLevel: LogLevel }, S extends RunnableService>({
   name,
@@ -85,6 +89,13 @@ export async function runService<C extends { readonly logLevel: LogLevel }, S ex
   try {
     service = await start(config, logger);
     if (stopping) shutDown(service);
+    const started = service;
+    if (started.reload) {
+      process.on('SIGHUP', () => {
+        logger.info({ signal: 'SIGHUP' }, 'signal received: reloading');
+        started.reload!();
+      });
+    }
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     // A setting that cannot work (a port in use, a host that does not resolve) reads like a bad value.

@@ -74,6 +74,8 @@ export class StoreMetrics {
   outputLimitDisconnects = 0;
   /** AUTH attempts with a wrong password (SPEC §8). */
   authFailures = 0;
+  /** Reloads of STORE_PASSWORD_FILE that failed (the password in use stayed). */
+  passwordReloadFailures = 0;
 
   /** One command answered: its code, result and how long it took. */
   record(command: number, result: number, seconds: number): void {
@@ -90,7 +92,7 @@ export class StoreMetrics {
     this.durationSums.fill(0);
     this.protocolErrors.fill(0);
     this.connectionYields.fill(0);
-    this.connectionsTotal = this.rejectedConnections = this.receivedBytes = this.sentBytes = this.outputLimitDisconnects = this.authFailures = 0;
+    this.connectionsTotal = this.rejectedConnections = this.receivedBytes = this.sentBytes = this.outputLimitDisconnects = this.authFailures = this.passwordReloadFailures = 0;
   }
 }
 
@@ -193,6 +195,11 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
   counter('kvstore_network_received_bytes_total', 'Bytes read from clients.', () => m.receivedBytes);
   counter('kvstore_network_sent_bytes_total', 'Bytes of replies written to clients.', () => m.sentBytes);
   counter('kvstore_auth_failures_total', 'AUTH attempts with a wrong password (STORE_PASSWORD); the third on a connection closes it.', () => m.authFailures);
+  counter(
+    'kvstore_password_reload_failures_total',
+    'Reads of STORE_PASSWORD_FILE (on SIGHUP or a change on disk) that failed: the password in use stayed.',
+    () => m.passwordReloadFailures,
+  );
   counter(
     'kvstore_output_limit_disconnects_total',
     'Client connections closed because the client took none of its queued replies for OUTPUT_STALL_TIMEOUT_MS.',

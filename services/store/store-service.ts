@@ -24,6 +24,7 @@ import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './
 import { StoreServer } from './network/tcp-server.ts';
 import { chooseSocketIo } from './network/native-io.ts';
 import { PasswordCheck } from './network/password-check.ts';
+import { PasswordFile } from './password-file.ts';
 import { STORE_READY } from '../shared/ready-line.ts';
 
 export interface StoreDeps {
@@ -54,6 +55,8 @@ export interface StoreDeps {
    * from the process's start. Omitted (a store in a test's process), from this call.
    */
   readonly modulesLoadedMs?: number;
+  /** How often STORE_PASSWORD_FILE is looked at for a change (default PASSWORD_POLL_MS); a test sets a few ms. */
+  readonly passwordPollMs?: number;
 }
 
 /** Where a store's start-up went, in ms: its ready line's `startup` field. */
@@ -81,6 +84,8 @@ export interface StoreService {
   readonly background: BackgroundWork;
   /** Periodic snapshots, when STORE_SNAPSHOT_INTERVAL_S > 0 (runNow() starts one at once). */
   readonly periodicSnapshots: PeriodicSnapshots | undefined;
+  /** SIGHUP: reads STORE_PASSWORD_FILE again (connections stay, authenticated ones too). */
+  reload(): void;
   /** Graceful: stop accepting, answer what was received, end every socket, close the admin port. */
   close(): Promise<void>;
   /** Immediate and idempotent. */
@@ -167,6 +172,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     socket.once('close', () => probeSockets.delete(socket));
   };
   let server: StoreServer | undefined;
+  const passwordCheck = new PasswordCheck(config.password);
   const metrics = createStoreMetrics({
     registry,
     engine,
@@ -189,7 +195,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     turnSliceMs: deps.turnSliceMs,
     turnBudgetMs: deps.turnBudgetMs,
     socketIo,
-    password: new PasswordCheck(config.password),
+    password: passwordCheck,
   });
   const tcp = server;
 
@@ -234,6 +240,18 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const periodicSnapshots =
     snapshots && config.snapshotIntervalS > 0 ? new PeriodicSnapshots(snapshots, engine, config.snapshotIntervalS * 1000, SNAPSHOT_SLICE_MS) : undefined;
   periodicSnapshots?.start();
+
+  const passwordFile =
+    config.passwordFile === ''
+      ? undefined
+      : new PasswordFile({
+          path: config.passwordFile,
+          env: storeSettings.passwordFile.env,
+          check: passwordCheck,
+          logger,
+          onFailure: () => metrics.passwordReloadFailures++,
+          pollMs: deps.passwordPollMs,
+        });
 
   const background = new BackgroundWork({ engine, periodMs: deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS, sliceMs: SWEEP_SLICE_MS, rehashMs: REHASH_STEP_MS });
   background.start();
@@ -291,9 +309,14 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     server: tcp,
     background,
     periodicSnapshots,
+    reload() {
+      if (passwordFile) passwordFile.reload('SIGHUP');
+      else logger.info('nothing to reload: no STORE_PASSWORD_FILE');
+    },
     close() {
       closed ??= (async () => {
         closing = true;
+        passwordFile?.close();
         background.stop();
         logger.info({ connections: tcp.connectionCount }, 'kvstore shutting down');
         try {
@@ -313,6 +336,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     destroy() {
       if (destroyed) return;
       destroyed = closing = true;
+      passwordFile?.close();
       background.stop();
       void periodicSnapshots?.stop();
       tcp.destroy();

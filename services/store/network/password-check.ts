@@ -33,9 +33,13 @@ export class PasswordCheck {
 
   /**
    * A new password (the password file was read again): connections authenticated with
-   * the old one stay so; new attempts are checked against this one.
+   * the old one stay so; new attempts are checked against this one. Returns whether it
+   * differs from the one it replaces.
    */
-  replace(password: Secret): void {
-    this.#digest = digestOf(Buffer.from(password.reveal(), 'utf8'));
+  replace(password: Secret): boolean {
+    const digest = digestOf(Buffer.from(password.reveal(), 'utf8'));
+    const changed = this.#digest === undefined || !timingSafeEqual(digest, this.#digest);
+    this.#digest = digest;
+    return changed;
   }
 }
