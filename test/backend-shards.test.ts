@@ -15,13 +15,14 @@ import { call, type Outcome } from './helpers/http-call.ts';
 import { killLeftovers } from './helpers/leftover-processes.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 import { numberedKeys } from './helpers/keys.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 const h = backendHarness();
 const children: ServiceProcess[] = [];
 afterEach(() => killLeftovers(children.splice(0)));
 
 async function storeProcess(port: number): Promise<ServiceProcess> {
-  const p = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: '0', STORE_HOST: '127.0.0.1' }, 'kvstore ready');
+  const p = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: '0', STORE_HOST: '127.0.0.1' }, STORE_READY);
   children.push(p);
   return p;
 }

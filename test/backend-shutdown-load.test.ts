@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { StoreConnection } from '../services/client/store-connection.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { BACKEND_READY, STORE_READY } from '../services/shared/ready-line.ts';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -77,15 +78,15 @@ function keepAliveWriter(port: number, id: number, onResponse: () => void): { do
 
 async function startStack(backendEnv: Record<string, string>): Promise<{ store: ServiceProcess; backend: ServiceProcess; storePort: number; port: number; metricsPort: number }> {
   const storePort = await freePort();
-  const store = await startServiceProcess(storeScript, { STORE_HOST: '127.0.0.1', STORE_PORT: String(storePort), STORE_METRICS_PORT: '0' }, 'kvstore ready');
+  const store = await startServiceProcess(storeScript, { STORE_HOST: '127.0.0.1', STORE_PORT: String(storePort), STORE_METRICS_PORT: '0' }, STORE_READY);
   cleanups.push(() => store.stop('SIGKILL'));
   const backend = await startServiceProcess(
     backendScript,
     { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${storePort}`, ...backendEnv },
-    'kvbackend ready',
+    BACKEND_READY,
   );
   cleanups.push(() => backend.stop('SIGKILL'));
-  const ready = backend.logs.find((l) => l.msg === 'kvbackend ready')!;
+  const ready = backend.logs.find((l) => l.msg === BACKEND_READY)!;
   const port = ready.port as number;
   const metricsPort = ready.metricsPort as number;
   await waitUntil('the backend ready', async () => ((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status === 200 ? true : undefined), { everyMs: 20 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { backendHarness, send } from './helpers/backend-harness.ts';
 import { backendScript, freePort, startServiceProcess } from './helpers/service-process.ts';
 import { b64 } from './helpers/base64.ts';
+import { BACKEND_READY } from '../services/shared/ready-line.ts';
 
 const h = backendHarness();
 
@@ -158,7 +159,7 @@ describe('backend graceful shutdown', () => {
       const service = await startServiceProcess(
         backendScript,
         { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${await freePort()}` },
-        'kvbackend ready',
+        BACKEND_READY,
       );
       h.defer(() => service.stop('SIGKILL'));
       expect(await service.stop(signal)).toBe(0);
@@ -167,7 +168,7 @@ describe('backend graceful shutdown', () => {
   });
 
   it('main.ts refuses a bad setting with a message naming the variable, exit 1', async () => {
-    const started = startServiceProcess(backendScript, { PORT: 'eighty' }, 'kvbackend ready');
+    const started = startServiceProcess(backendScript, { PORT: 'eighty' }, BACKEND_READY);
     await expect(started).rejects.toThrow(/exited with 1[\s\S]*PORT="eighty"/);
   });
 });

@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { metricSum, scrape } from './helpers/backend-harness.ts';
 import { freePort, startServiceProcess, type ServiceProcess } from './helpers/service-process.ts';
+import { BACKEND_READY, STORE_READY } from '../services/shared/ready-line.ts';
 
 let runner: ServiceProcess | undefined;
 afterEach(async () => {
@@ -28,9 +29,9 @@ describe('npm start (services/start-local.ts)', () => {
         BACKEND_METRICS_PORT: String(ports.admin),
         KV_STORE: `127.0.0.1:${ports.store}`,
       },
-      'kvbackend ready',
+      BACKEND_READY,
     );
-    await untilLogged(runner, 'kvstore ready');
+    await untilLogged(runner, STORE_READY);
     // The backend may have started first: wait until its pool has reconnected by itself.
     const connected = async () => metricSum(await scrape(ports.admin), 'kvbackend_store_pool_connections', 'state="connected"');
     while ((await connected()) < 4) await new Promise((r) => setTimeout(r, 20));
@@ -48,7 +49,7 @@ describe('npm start (services/start-local.ts)', () => {
     runner = await startServiceProcess(
       'services/start-local.ts',
       { STORE_PORT: 'not-a-port', HOST: '127.0.0.1', PORT: String(port), BACKEND_METRICS_PORT: '0', KV_STORE: '127.0.0.1:1' },
-      'kvbackend ready',
+      BACKEND_READY,
     ).catch((err: Error) => {
       // The store may fail before the backend is even ready: then the runner has exited already.
       expect(err.message).toMatch(/exited with 1[\s\S]*STORE_PORT/);

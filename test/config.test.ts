@@ -9,6 +9,7 @@ import { backendSettings, loadBackendConfig, loadStoreConfig, storeSettings } fr
 import type { StoreShard } from '../services/config/store-list.ts';
 import { ConfigError } from '../services/shared/config-error.ts';
 import { listen } from '../services/shared/listen.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -305,6 +306,6 @@ describe('store main.ts with a bad configuration', () => {
     expect(result.stderr).toContain(name);
     expect(result.stderr).toContain(value);
     expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
-    expect(result.stdout).not.toContain('kvstore ready');
+    expect(result.stdout).not.toContain(STORE_READY);
   });
 });

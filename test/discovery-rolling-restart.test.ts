@@ -19,12 +19,13 @@ import { call, type Outcome } from './helpers/http-call.ts';
 import { numberedKeys } from './helpers/keys.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 const h = backendHarness();
 
 /** A store process, killed after the test if it still runs. */
 async function storeProcess(env: Record<string, string>): Promise<ServiceProcess> {
-  const p = await startServiceProcess(storeScript, env, 'kvstore ready');
+  const p = await startServiceProcess(storeScript, env, STORE_READY);
   h.defer(async () => {
     if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
     await p.exited;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
 import { prometheusAvailable, startPrometheus, type PrometheusProcess } from './helpers/prometheus-process.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
+import { BACKEND_READY, STORE_READY } from '../services/shared/ready-line.ts';
 
 const required = process.env.CI === 'true' || process.env.REQUIRE_PROMETHEUS === '1';
 const available = prometheusAvailable();
@@ -27,11 +28,11 @@ describe.skipIf(!available && !required)('end to end with local processes and a 
 
   const startStore = async () => {
     const env = { STORE_PORT: String(ports.store), STORE_METRICS_PORT: String(ports.storeAdmin), STORE_SNAPSHOT_PATH: join(dataDir, 'store.snapshot') };
-    store = await startServiceProcess(storeScript, env, 'kvstore ready');
+    store = await startServiceProcess(storeScript, env, STORE_READY);
   };
   const startBackend = async () => {
     const env = { HOST: '127.0.0.1', PORT: String(ports.http), BACKEND_METRICS_PORT: String(ports.backendAdmin), KV_STORE: `127.0.0.1:${ports.store}` };
-    backend = await startServiceProcess(backendScript, env, 'kvbackend ready');
+    backend = await startServiceProcess(backendScript, env, BACKEND_READY);
   };
   const stopped = async (service: ServiceProcess | undefined) => {
     const code = await service?.stop('SIGTERM');

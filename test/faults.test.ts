@@ -16,6 +16,7 @@ import { metricSum } from '../bench/harness/exposition.ts';
 import { call, type Outcome } from './helpers/http-call.ts';
 import { killLeftovers } from './helpers/leftover-processes.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
+import { BACKEND_READY, STORE_READY } from '../services/shared/ready-line.ts';
 
 const children = new Set<ServiceProcess>();
 const cleanups: (() => unknown)[] = [];
@@ -27,7 +28,7 @@ afterEach(async () => {
 });
 
 async function startStore(port: number, metricsPort: number): Promise<ServiceProcess> {
-  const p = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort) }, 'kvstore ready');
+  const p = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort) }, STORE_READY);
   children.add(p);
   return p;
 }
@@ -43,7 +44,7 @@ async function startBackendProcess(ports: { http: number; admin: number; store: 
       LOG_LEVEL: 'info',
       ...env,
     },
-    'kvbackend ready',
+    BACKEND_READY,
   );
   children.add(p);
   return p;

@@ -11,6 +11,7 @@ import { createLogger } from '../services/shared/logger.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { b64 } from './helpers/base64.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 afterEach(destroyAll);
 
@@ -33,7 +34,7 @@ describe('native socket I/O', () => {
       expect(flows.length).toBe(2);
       expect(flows.every((f) => f.nativeReads && f.sharedReads && f.bytesRead > 0)).toBe(true);
       expect((await store.admin('/metrics')).body).toMatch(/^kvstore_native_io 1$/m);
-      expect(store.logs.find((l) => l.msg === 'kvstore ready')).toMatchObject({ nativeIo: true });
+      expect(store.logs.find((l) => l.msg === STORE_READY)).toMatchObject({ nativeIo: true });
     });
 
     it('answers all a client sent before its FIN, then closes the connection', async () => {

@@ -14,6 +14,7 @@ import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/run
 import { PAGE_THREAD_NAME } from '../services/store/engine/page-source.ts';
 import { b64 } from './helpers/base64.ts';
 import { loadSocketIo } from '../services/store/network/native-io.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 afterEach(destroyAll);
 
@@ -89,7 +90,7 @@ describe('admin endpoints', () => {
 
   it('logs exactly one ready line with host and ports', async () => {
     const store = await startTestStore();
-    const ready = store.logs.filter((l) => l.msg === 'kvstore ready');
+    const ready = store.logs.filter((l) => l.msg === STORE_READY);
     expect(ready).toHaveLength(1);
     expect(ready[0]).toMatchObject({ level: 30, host: '127.0.0.1', port: store.port, metricsPort: store.metricsPort });
   });
@@ -306,18 +307,18 @@ describe('shutdown', () => {
 describe('main.ts', () => {
   it('logs the ready line, serves, and exits 0 on SIGTERM', async () => {
     const [port, metricsPort] = [await freePort(), await freePort()];
-    const proc = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort) }, 'kvstore ready');
+    const proc = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort) }, STORE_READY);
     track({ destroy: () => proc.child.kill('SIGKILL') });
-    expect(proc.logs.filter((l) => l.msg === 'kvstore ready')).toEqual([expect.objectContaining({ port, metricsPort, host: '127.0.0.1' })]);
+    expect(proc.logs.filter((l) => l.msg === STORE_READY)).toEqual([expect.objectContaining({ port, metricsPort, host: '127.0.0.1' })]);
     // The engine's GC ballast stands in for its growth up to the footprint limit (1.25 times
     // the default 256 MiB cap and a few MiB), in whole steps, less the step the empty engine's arrays took.
-    const ballast = proc.logs.find((l) => l.msg === 'kvstore ready')!.gcBallastBytes as number;
+    const ballast = proc.logs.find((l) => l.msg === STORE_READY)!.gcBallastBytes as number;
     const limit = FOOTPRINT_FACTOR * 256 * 2 ** 20;
     expect(ballast % BALLAST_STEP_BYTES).toBe(0);
     expect(ballast).toBeGreaterThanOrEqual(limit - 2 * BALLAST_STEP_BYTES);
     expect(ballast).toBeLessThanOrEqual(limit);
     // V8's background threads run at nice 19, the serving thread at the process's own.
-    const lowered = proc.logs.find((l) => l.msg === 'kvstore ready')!.backgroundThreadsLowered as number;
+    const lowered = proc.logs.find((l) => l.msg === STORE_READY)!.backgroundThreadsLowered as number;
     if (process.platform === 'linux') {
       const threads = threadsOf(proc.pid);
       const workers = threads.filter((t) => t.name === 'V8Worker');
@@ -327,10 +328,10 @@ describe('main.ts', () => {
       expect(threads.find((t) => t.tid === proc.pid)!.nice).toBe(getPriority()); // inherited from this process, unchanged
     }
     // The store's own V8 defaults, none given on its command line here (main.ts).
-    expect(proc.logs.find((l) => l.msg === 'kvstore ready')!.v8FlagDefaults).toEqual(['--heap-growing-percent=500', '--no-memory-reducer', '--no-flush-bytecode']);
+    expect(proc.logs.find((l) => l.msg === STORE_READY)!.v8FlagDefaults).toEqual(['--heap-growing-percent=500', '--no-memory-reducer', '--no-flush-bytecode']);
     // Where start-up went, from the process's start: its parts add up to the whole, and the
     // admin port says the whole as kvstore_start_duration_seconds.
-    const startup = proc.logs.find((l) => l.msg === 'kvstore ready')!.startup as Record<string, number>;
+    const startup = proc.logs.find((l) => l.msg === STORE_READY)!.startup as Record<string, number>;
     expect(Object.keys(startup).sort()).toEqual(['modulesMs', 'otherMs', 'snapshotLoadMs', 'totalMs', 'warmupMs']);
     expect(Object.values(startup).every((ms) => ms >= 0)).toBe(true);
     expect(startup.modulesMs).toBeGreaterThan(0);
@@ -346,10 +347,10 @@ describe('main.ts', () => {
 
   it("runs with glibc's mmap threshold fixed: set with mallopt when its environment lacks it, an operator's kept", async () => {
     const env = (tunables: string) => ({ STORE_PORT: '0', STORE_METRICS_PORT: '0', GLIBC_TUNABLES: tunables });
-    const ready = (p: ServiceProcess) => p.logs.find((l) => l.msg === 'kvstore ready')!;
-    const bare = await startServiceProcess(storeScript, env('glibc.malloc.arena_max=2'), 'kvstore ready');
+    const ready = (p: ServiceProcess) => p.logs.find((l) => l.msg === STORE_READY)!;
+    const bare = await startServiceProcess(storeScript, env('glibc.malloc.arena_max=2'), STORE_READY);
     track({ destroy: () => bare.child.kill('SIGKILL') });
-    const own = await startServiceProcess(storeScript, env('glibc.malloc.mmap_threshold=131072'), 'kvstore ready');
+    const own = await startServiceProcess(storeScript, env('glibc.malloc.mmap_threshold=131072'), STORE_READY);
     track({ destroy: () => own.child.kill('SIGKILL') });
     if (mallocMmapThreshold({ GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${MMAP_THRESHOLD_BYTES}` }) === null) {
       expect(ready(bare).mallocMmapThreshold).toBeNull(); // not glibc: nothing to fix
@@ -385,7 +386,7 @@ describe('main.ts', () => {
     track({ destroy: () => rmSync(dir, { recursive: true, force: true }) });
     // No NODE_COMPILE_CACHE, which would have Node turn the cache on by itself: main.ts does.
     const env = { STORE_PORT: '0', STORE_METRICS_PORT: '0', STORE_WARMUP_KEYS: '0', TMPDIR: dir, NODE_COMPILE_CACHE: '' };
-    const proc = await startServiceProcess(storeScript, env, 'kvstore ready');
+    const proc = await startServiceProcess(storeScript, env, STORE_READY);
     track({ destroy: () => proc.child.kill('SIGKILL') });
     // Node writes the cache out as the process leaves: an entry per module compiled, the store's and its dependencies'.
     expect(await proc.stop('SIGTERM')).toBe(0);
@@ -394,7 +395,7 @@ describe('main.ts', () => {
   });
 
   it('exits 0 on SIGINT', async () => {
-    const proc = await startServiceProcess(storeScript, { STORE_PORT: String(await freePort()), STORE_METRICS_PORT: String(await freePort()) }, 'kvstore ready');
+    const proc = await startServiceProcess(storeScript, { STORE_PORT: String(await freePort()), STORE_METRICS_PORT: String(await freePort()) }, STORE_READY);
     track({ destroy: () => proc.child.kill('SIGKILL') });
     expect(await proc.stop('SIGINT')).toBe(0);
   });

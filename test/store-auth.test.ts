@@ -10,6 +10,7 @@ import { Secret } from '../services/shared/secret.ts';
 import { COMMAND_TABLE } from '../services/protocol/command-table.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 afterEach(destroyAll);
 
@@ -169,7 +170,7 @@ describe('store password: AUTH before anything but QUIT', () => {
     expect(everything).not.toContain(PASSWORD);
     expect(everything).not.toContain('guess one');
     // The ready line says a password is required, not which.
-    expect(store.logs.find((l) => l.msg === 'kvstore ready')).toMatchObject({ passwordRequired: true });
+    expect(store.logs.find((l) => l.msg === STORE_READY)).toMatchObject({ passwordRequired: true });
   });
 });
 

@@ -10,6 +10,7 @@ import { LineClient } from './helpers/line-client.ts';
 import { startServiceProcess, storeScript, freePort } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 afterEach(destroyAll);
 const root = mkdtempSync(join(tmpdir(), 'kvstore-reload-'));
@@ -116,7 +117,7 @@ describe('store password file: reloads', () => {
     const file = join(newDir(), 'password');
     writeFileSync(file, OLD);
     const port = await freePort();
-    const p = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: '0', STORE_PASSWORD_FILE: file, STORE_WARMUP_KEYS: '0' }, 'kvstore ready');
+    const p = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: '0', STORE_PASSWORD_FILE: file, STORE_WARMUP_KEYS: '0' }, STORE_READY);
     try {
       const store = { port };
       const kept = await LineClient.connect(port);

@@ -11,6 +11,7 @@ import { startServiceProcess, storeScript } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { b64 } from './helpers/base64.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kvstack-snapshot-'));
 let n = 0;
@@ -194,8 +195,8 @@ describe('snapshots across real process restarts', () => {
   it('SIGTERM saves, the next start serves the data; SIGKILL after a load finds no stale file', async () => {
     const path = freshPath();
     const env = { STORE_PORT: '0', STORE_METRICS_PORT: '0', STORE_SNAPSHOT_PATH: path };
-    const first = await startServiceProcess(storeScript, env, 'kvstore ready');
-    const port = (first.logs.find((l) => l.msg === 'kvstore ready')!.port as number);
+    const first = await startServiceProcess(storeScript, env, STORE_READY);
+    const port = (first.logs.find((l) => l.msg === STORE_READY)!.port as number);
     const c = await LineClient.connect(port);
     const lines = Array.from({ length: 200 }, (_, i) => `SETEX key-${i} 3600 value ${i} with spaces`);
     c.socket.write(lines.join('\n') + '\nSET plain  leading space\n');
@@ -203,15 +204,15 @@ describe('snapshots across real process restarts', () => {
     expect(await first.stop('SIGTERM')).toBe(0);
     expect(first.logs.find((l) => l.msg === 'snapshot saved')).toMatchObject({ keys: 201 });
 
-    const second = await startServiceProcess(storeScript, env, 'kvstore ready');
-    const port2 = second.logs.find((l) => l.msg === 'kvstore ready')!.port as number;
+    const second = await startServiceProcess(storeScript, env, STORE_READY);
+    const port2 = second.logs.find((l) => l.msg === STORE_READY)!.port as number;
     const c2 = await LineClient.connect(port2);
     expect(await c2.request('GET key-199')).toBe(`VALUE ${b64(Buffer.from('value 199 with spaces'))}`);
     expect(await c2.request('GET plain')).toBe(`VALUE ${b64(Buffer.from(' leading space'))}`);
     expect(await c2.request('TTL key-0')).toMatch(/^TTL (3600|359\d)$/);
     // A crash now: the file it loaded was consumed, so nothing stale can come back.
     expect(await second.stop('SIGKILL')).toBe(null);
-    const third = await startServiceProcess(storeScript, env, 'kvstore ready');
+    const third = await startServiceProcess(storeScript, env, STORE_READY);
     expect(third.logs.some((l) => l.msg === 'no snapshot to load: starting empty')).toBe(true);
     await third.stop('SIGTERM');
   });
@@ -278,8 +279,8 @@ describe('periodic snapshots while serving', () => {
     const path = freshPath();
     const env = { STORE_PORT: '0', STORE_METRICS_PORT: '0', STORE_SNAPSHOT_PATH: path, STORE_SNAPSHOT_INTERVAL_S: '1' };
     for (let round = 0; round < 3; round++) {
-      const store = await startServiceProcess(storeScript, env, 'kvstore ready');
-      const port = store.logs.find((l) => l.msg === 'kvstore ready')!.port as number;
+      const store = await startServiceProcess(storeScript, env, STORE_READY);
+      const port = store.logs.find((l) => l.msg === STORE_READY)!.port as number;
       const c = await LineClient.connect(port);
       const lines = Array.from({ length: 20_000 }, (_, i) => `SET r${round}-${i} ${'v'.repeat(i % 300)}`);
       c.socket.write(lines.join('\n') + '\n');

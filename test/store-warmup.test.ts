@@ -8,6 +8,7 @@ import { destroyAll } from './helpers/cleanup.ts';
 import { metricSum } from '../bench/harness/exposition.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { STORE_READY } from '../services/shared/ready-line.ts';
 
 afterEach(destroyAll);
 
@@ -81,7 +82,7 @@ describe('the start-up warm-up', () => {
 
   it('a warmed store starts empty, with its counters and metrics untouched, and says so in its ready line', async () => {
     const store = await startTestStore({ warmupKeys: 500 });
-    const ready = store.logs.find((l) => l.msg === 'kvstore ready')!;
+    const ready = store.logs.find((l) => l.msg === STORE_READY)!;
     expect(ready).toMatchObject({ warmupCommands: warmupCommands(500), keys: 0 });
     expect(ready.warmupMs).toBeGreaterThanOrEqual(0);
     const metrics = (await store.admin('/metrics')).body;
@@ -100,6 +101,6 @@ describe('the start-up warm-up', () => {
 
   it('is off unless asked for in the tests (the loader\'s default is on)', async () => {
     const store = await startTestStore();
-    expect(store.logs.find((l) => l.msg === 'kvstore ready')).toMatchObject({ warmupCommands: 0, warmupMs: 0 });
+    expect(store.logs.find((l) => l.msg === STORE_READY)).toMatchObject({ warmupCommands: 0, warmupMs: 0 });
   });
 });

@@ -13,6 +13,7 @@ import { backendScript, freePort, startServiceProcess, storeScript, type Service
 import { call } from './helpers/http-call.ts';
 import { killLeftovers } from './helpers/leftover-processes.ts';
 import { waitUntil } from './helpers/wait-until.ts';
+import { BACKEND_READY, STORE_READY } from '../services/shared/ready-line.ts';
 
 const children = new Set<ServiceProcess>();
 const dirs: string[] = [];
@@ -35,11 +36,11 @@ describe('warm restart under load through the backend', () => {
     dirs.push(dir);
     const ports = { store: await freePort(), storeAdmin: await freePort(), http: await freePort(), admin: await freePort() };
     const storeEnv = { STORE_PORT: String(ports.store), STORE_METRICS_PORT: String(ports.storeAdmin), STORE_SNAPSHOT_PATH: join(dir, 'store.snapshot') };
-    let store = await start(storeScript, storeEnv, 'kvstore ready');
+    let store = await start(storeScript, storeEnv, STORE_READY);
     await start(
       backendScript,
       { HOST: '127.0.0.1', PORT: String(ports.http), BACKEND_METRICS_PORT: String(ports.admin), KV_STORE: `127.0.0.1:${ports.store}` },
-      'kvbackend ready',
+      BACKEND_READY,
     );
     const agent = new Agent({ keepAlive: true, maxSockets: 32 });
     try {
@@ -65,7 +66,7 @@ describe('warm restart under load through the backend', () => {
             restart = (async () => {
               expect(await store.stop('SIGTERM')).toBe(0);
               expect(store.logs.find((l) => l.msg === 'snapshot saved')).toBeDefined();
-              store = await start(storeScript, storeEnv, 'kvstore ready');
+              store = await start(storeScript, storeEnv, STORE_READY);
               expect(store.logs.find((l) => l.msg === 'snapshot loaded')).toBeDefined();
               // Ready means the backend's pooled connections are back: writes go through again.
               await waitUntil('the backend to be ready again', async () => ((await call(agent, ports.admin, 'GET', '/readyz')).outcome === 200 ? true : undefined), { everyMs: 20 });
