@@ -6,7 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { DockerComposeEnvironment, Wait, type StartedDockerComposeEnvironment } from 'testcontainers';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { probeUsage } from '../services/client/index.ts';
+import { probeUsage } from '../services/client/probe-usage.ts';
 import { composeFiles, describeDocker, docker, publishedPort } from './helpers/docker-available.ts';
 import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
 import { prometheusApi } from './helpers/prometheus-api.ts';

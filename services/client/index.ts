@@ -1,11 +1,11 @@
-// The store client library: what the backend, the kv CLI, the benchmarks and the tests use.
+// The client library's public surface, published as `kvstack/client` (docs/client.md).
+// What is exported here is versioned in CHANGELOG.md; the other modules of this folder
+// (the socket, the pipeline, DNS discovery, the probe) are internal and may change.
 export { StoreConnection, type StoreConnectionOptions, type ConnectionState } from './store-connection.ts';
-export { CommandPipeline, type CommandPipelineOptions, type PipelineTransport } from './command-pipeline.ts';
-export { StoreSocket, defaultReconnectStrategy, type StoreSocketOptions, type StoreSocketHandlers, type ReconnectStrategy } from './store-socket.ts';
 export { StorePool, type StorePoolOptions } from './store-pool.ts';
 export { StoreCommands, type CommandObserver, type CommandResult, type Payload } from './store-commands.ts';
 export { ShardedStore, type ShardedStoreOptions, type Shard, type ShardAddress } from './sharded-store.ts';
-export { ShardResolver, DiscoveryError, addressName, type ShardResolverOptions } from './shard-resolver.ts';
-export { startShardDiscovery, type ShardDiscovery, type ShardDiscoveryOptions, type DiscoveredShard } from './shard-discovery.ts';
-export { probeUsage, type ProbeTarget } from './probe-usage.ts';
+export { defaultReconnectStrategy, type ReconnectStrategy } from './store-socket.ts';
+export { parseStoreUrl, formatStoreUrl, DEFAULT_STORE_PORT, type StoreUrlOptions } from './store-url.ts';
+export { Secret } from '../shared/secret.ts';
 export * from './errors.ts';
