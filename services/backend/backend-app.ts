@@ -7,7 +7,8 @@ import type { Logger } from '../shared/logger.ts';
 import { assignRequestId, createAccessLog } from './access-log.ts';
 import type { BackendMetrics } from './backend-metrics.ts';
 import { BodyBudget } from './body-budget.ts';
-import { ALLOWED_METHODS, errorReplies, replyForStoreError, type ErrorReply } from './http-replies.ts';
+import type { BearerAuth } from './bearer-auth.ts';
+import { ALLOWED_METHODS, bearerChallenges, errorReplies, replyForStoreError, type ErrorReply } from './http-replies.ts';
 import { keyFromPath } from './key-from-path.ts';
 import { readBody } from './request-body.ts';
 
@@ -25,6 +26,8 @@ export interface BackendAppOptions {
   readonly bodyTimeoutMs?: number;
   /** Body bytes held at once across all requests; a body that does not fit is 503 at once (default: no bound). */
   readonly bodyBudget?: BodyBudget;
+  /** BACKEND_TOKENS_FILE's tokens: when given, every request needs `Authorization: Bearer <token>` (SPEC §8). */
+  readonly auth?: BearerAuth | undefined;
   /** True once the listener has closed during shutdown: new requests get 503. */
   readonly isClosing?: () => boolean;
   /** True once shutdown has begun (the drain delay included): every response closes its connection. Defaults to isClosing. */
@@ -42,6 +45,12 @@ function ttlFromUrl(url: string): number | undefined {
   if (values.length > 1 || !/^\d{1,20}$/.test(values[0]!)) return NaN;
   const seconds = Number(values[0]);
   return isValidTtlSeconds(seconds) ? seconds : NaN;
+}
+
+/** Whether a body follows the request's headers. */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /**
@@ -83,6 +92,7 @@ export function createBackendHandler({
   maxValueBytes,
   bodyTimeoutMs = 30_000,
   bodyBudget = new BodyBudget(Infinity),
+  auth,
   isClosing = () => false,
   isDraining = isClosing,
 }: BackendAppOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -113,6 +123,16 @@ export function createBackendHandler({
     };
 
     if (isClosing()) return fail(errorReplies.shuttingDown);
+    if (auth !== undefined) {
+      const refused = auth.check(req);
+      if (refused !== undefined) {
+        metrics?.recordAuthFailure(refused);
+        res.setHeader('WWW-Authenticate', bearerChallenges[refused]);
+        // A body is not read for a refused request: close the connection after the answer.
+        if (hasBody(req)) res.setHeader('Connection', 'close');
+        return fail(refused === 'missing' ? errorReplies.missingToken : refused === 'unknown' ? errorReplies.unknownToken : errorReplies.readOnlyToken);
+      }
+    }
     const found = keyFromPath(req.url!);
     if ('error' in found && found.error === 'missing') return fail(errorReplies.missingKey);
     const method = req.method;

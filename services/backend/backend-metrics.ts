@@ -4,6 +4,7 @@ import type { CommandObserver, CommandResult } from '../client/store-commands.ts
 import type { ConnectionState } from '../client/store-connection.ts';
 import { FastHistogram } from './fast-histogram.ts';
 import type { BodyRefusal } from './request-body.ts';
+import { AUTH_FAILURES, type AuthFailure } from './bearer-auth.ts';
 
 /** What the backend records (SPEC §4, §6); every label value comes from a fixed set or the configured shard names. */
 export interface BackendMetrics {
@@ -13,6 +14,8 @@ export interface BackendMetrics {
   observerFor(shard: string): CommandObserver;
   /** A request body refused: over MAX_VALUE_BYTES, not received within BODY_TIMEOUT_MS, or past BODY_BUFFER_BYTES. */
   recordBodyRefusal(reason: BodyRefusal): void;
+  /** A request refused for its Authorization header (401, or 403 for a read token writing). */
+  recordAuthFailure(reason: AuthFailure): void;
   /** The shard refused one of its pool's connections at its MAX_CONNECTIONS. */
   recordRefusedConnection(shard: string): void;
   /** A shard's periodic USAGE probe: usage in bytes, or undefined when it failed. */
@@ -200,6 +203,14 @@ export function createBackendMetrics({ registry, ring, bodyBudget, discovery }: 
     registry,
     () => Object.values(bodyRefusals),
   );
+  const authFailures = new Map<AuthFailure, Tally>(AUTH_FAILURES.map((reason) => [reason, { labels: { reason }, n: 0 }]));
+  tallyCounter(
+    'kvbackend_auth_failures_total',
+    'Requests refused by BACKEND_TOKENS_FILE, by reason: missing (401, no Bearer token), unknown (401, a token not in the file), scope (403, a read token on a write method).',
+    ['reason'],
+    registry,
+    () => authFailures.values(),
+  );
   if (bodyBudget) {
     new Gauge({
       name: 'kvbackend_http_body_buffered_bytes',
@@ -292,6 +303,10 @@ export function createBackendMetrics({ registry, ring, bodyBudget, discovery }: 
 
     recordBodyRefusal(reason) {
       bodyRefusals[reason].n++;
+    },
+
+    recordAuthFailure(reason) {
+      authFailures.get(reason)!.n++;
     },
 
     recordRefusedConnection(shard) {

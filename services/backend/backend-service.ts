@@ -16,6 +16,7 @@ import { createMetricsRegistry } from '../shared/metrics-registry.ts';
 import { createBackendApp } from './backend-app.ts';
 import { createBackendMetrics, type ShardState } from './backend-metrics.ts';
 import { BodyBudget } from './body-budget.ts';
+import { startBackendSecurity } from './backend-security.ts';
 import { trackHttpConnections } from './http-connections.ts';
 import { createHealthChecker, type HealthReport } from './shard-health.ts';
 import { startStoreMonitor, type StoreMonitor } from './store-monitor.ts';
@@ -33,6 +34,8 @@ export interface BackendDeps {
   readonly monitorIntervalMs?: number;
   /** How long a discovery query waits for the DNS server before asking once more (default 2000 ms). */
   readonly discoveryTimeoutMs?: number;
+  /** How often BACKEND_TOKENS_FILE is looked at for a change (default 5 s). */
+  readonly filePollMs?: number;
 }
 
 export interface BackendService {
@@ -55,6 +58,8 @@ export interface BackendService {
   close(): Promise<void>;
   /** Immediate and idempotent. */
   destroy(): void;
+  /** Reads BACKEND_TOKENS_FILE again (SIGHUP), keeping every connection. */
+  reload(): void;
 }
 
 const PROBE_TIMEOUT_MS = 1000;
@@ -133,6 +138,8 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       else logger.info({ shard: change.member.name, members }, 'store shard readmitted');
     },
   });
+  // Before anything listens: a tokens file that became unusable since the config read it stops the start.
+  const security = startBackendSecurity({ config, registry, logger, pollMs: deps.filePollMs });
   const healthChecker = createHealthChecker(ring, PROBE_TIMEOUT_MS, discovered && `no store shard discovered yet (${backendSettings.store.env}=${discovered.entry})`);
 
   // draining: shutdown has begun (readiness fails, responses close their connections);
@@ -146,6 +153,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     maxValueBytes: config.maxValueBytes,
     bodyTimeoutMs: config.bodyTimeoutMs,
     bodyBudget,
+    auth: security.auth,
     isClosing: () => closing,
     isDraining: () => draining,
   });
@@ -156,7 +164,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
   // request during shutdown, is answered at once.
   server.on('checkContinue', (req, res) => {
     const declared = Number(req.headers['content-length']);
-    if (!closing && !(declared > config.maxValueBytes) && !(bodyBudget.used + declared > bodyBudget.limit)) res.writeContinue();
+    if (!closing && security.auth?.check(req) === undefined && !(declared > config.maxValueBytes) && !(bodyBudget.used + declared > bodyBudget.limit)) res.writeContinue();
     app(req, res);
   });
   // Readiness asks the question a load balancer means: can this backend serve? So the
@@ -218,6 +226,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       throw bindError(err, { ...hostSetting, portEnv: backendSettings.metricsPort.env, port: config.metricsPort });
     });
   } catch (err) {
+    security.close();
     resolver?.cancel();
     ring.destroy();
     server.close();
@@ -250,6 +259,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       ...(discovered ? { storeRefreshMs: config.storeRefreshMs, storeDnsServer: config.storeDnsServer && addressName(config.storeDnsServer.host, config.storeDnsServer.port) } : {}),
       poolSize: config.storePoolSize,
       storePassword: config.storePassword !== undefined,
+      tokens: security.auth !== undefined,
       storeTimeoutMs: config.storeTimeoutMs,
       shardEjectAfter: config.shardEjectAfter,
       shardRetryMs: config.shardRetryMs,
@@ -270,6 +280,9 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     registry,
     monitor,
     health: () => healthChecker.check(),
+    reload() {
+      security.reload('SIGHUP');
+    },
     setShards(shards) {
       const gone = ring.shards.filter((s) => !shards.some((n) => n.name === s.name));
       ring.setMembers(shards);
@@ -290,6 +303,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
           });
         }
         closing = true;
+        security.close();
         await discovery?.close();
         await connections.drain(deps.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
         await monitor.close();
@@ -303,6 +317,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     },
     destroy() {
       draining = closing = true;
+      security.close();
       clearTimeout(delayTimer);
       endDelay();
       connections.destroy();

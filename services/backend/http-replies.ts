@@ -16,6 +16,9 @@ export const errorReplies = Object.freeze({
   invalidKey: reply(400, `invalid key: 1 to ${MAX_KEY_BYTES} bytes of UTF-8 after percent-decoding, no spaces or control characters`),
   invalidTtl: reply(400, `invalid ttl: expected whole seconds from 1 to ${MAX_TTL_SECONDS}`),
   lineBreakInValue: reply(400, 'invalid value: the body cannot contain CR or LF'),
+  missingToken: reply(401, 'authentication required: send Authorization: Bearer <token>'),
+  unknownToken: reply(401, 'invalid token'),
+  readOnlyToken: reply(403, 'this token may only read (GET, HEAD)'),
   notFound: reply(404, 'not found'),
   methodNotAllowed: reply(405, 'method not allowed'),
   bodyTimeout: reply(408, 'request body not received in time'),
@@ -39,5 +42,12 @@ export function replyForStoreError(err: unknown): ErrorReply {
   if (err instanceof StoreArgumentError) return err.code === 'invalid_key' ? errorReplies.invalidKey : err.code === 'invalid_value' ? errorReplies.lineBreakInValue : errorReplies.invalidTtl;
   return errorReplies.internal;
 }
+
+/** The WWW-Authenticate challenge of each refusal (RFC 6750 §3); the token is never echoed. */
+export const bearerChallenges = Object.freeze({
+  missing: 'Bearer realm="kvbackend"',
+  unknown: 'Bearer realm="kvbackend", error="invalid_token"',
+  scope: 'Bearer realm="kvbackend", error="insufficient_scope", scope="write"',
+});
 
 export const ALLOWED_METHODS = 'GET, HEAD, PUT, POST, DELETE';

@@ -5,6 +5,7 @@ import type { LogLevel } from '../shared/logger.ts';
 import { flag, host, hostPort, integer, oneOf, snapshotPath, type HostPort } from './setting-parsers.ts';
 import { parseStoreSource } from './store-list.ts';
 import { passwordFilePath, passwordValue, resolvePassword } from './password-settings.ts';
+import { readTokensFile } from './token-file.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
@@ -27,6 +28,8 @@ export interface Setting<T> {
 type Env = Record<string, string | undefined>;
 
 const port = integer(0, 65535);
+/** A file's path, '' = none; the file itself is read when the config is loaded. */
+const filePath = (raw: string): string => raw;
 /** KV_STORE_DNS_SERVER: '' = the system's resolvers. */
 const dnsServer = (raw: string, env: string): HostPort | undefined => (raw === '' ? undefined : hostPort(raw, env));
 const logLevel = oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent');
@@ -99,6 +102,13 @@ export const backendSettings = {
   host: { env: 'HOST', default: '0.0.0.0', description: 'Address the backend (and its admin port) binds.', parse: host },
   port: { env: 'PORT', default: '8080', description: 'HTTP port of the backend: every path is a key.', parse: port },
   metricsPort: { env: 'BACKEND_METRICS_PORT', default: '8081', description: 'Admin HTTP port of the backend: /metrics, /livez, /readyz, /healthz.', parse: port },
+  tokensFile: {
+    env: 'BACKEND_TOKENS_FILE',
+    default: '',
+    description:
+      'A file of bearer tokens, one `<scope> <token>` per line (scope `read`: GET and HEAD; `write`: every method; at least 16 characters of `A-Z a-z 0-9 - . _ ~ + /`, trailing `=`), blank lines and `#` comments ignored. When set, every request on PORT needs `Authorization: Bearer <token>` (401 without a known one, 403 for a read token writing); the admin port stays open. Read at start-up, again on SIGHUP and when it changes on disk (looked at every 5 s); a reload that fails keeps the tokens in use. Empty = no tokens (see Security).',
+    parse: filePath,
+  },
   store: {
     env: 'KV_STORE',
     default: '127.0.0.1:8765',
@@ -215,6 +225,8 @@ export function loadBackendConfig(env: Env, overrides: Partial<BackendConfig> = 
   const loaded = { ...loadConfig(backendSettings, env), ...overrides };
   const config = Object.freeze({ ...loaded, storePassword: clientPasswordOf(loaded) });
   checkDistinctPorts(config.port, backendSettings.port.env, config.metricsPort, backendSettings.metricsPort.env);
+  // Read once here so an unusable file stops the start; the service reads it again to serve.
+  if (config.tokensFile !== '') readTokensFile(config.tokensFile, backendSettings.tokensFile.env);
   if (config.bodyBufferBytes < config.maxValueBytes) {
     throw new ConfigError(
       `${backendSettings.bodyBufferBytes.env}=${config.bodyBufferBytes} is invalid: it is below ${commonSettings.maxValueBytes.env}=${config.maxValueBytes}, so a value of the largest size could never be accepted`,
