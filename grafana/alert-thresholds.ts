@@ -7,6 +7,7 @@ export const ALERT_THRESHOLDS = {
   KvStoreConnectionsHigh: [0.8, 0.95],
   KvStoreLowHitRate: [0.5],
   KvStoreAuthFailures: [20],
+  KvBackendAuthFailures: [100],
   KvBackend5xxRatioHigh: [0.05],
   KvBackendLatencyP99High: [0.25],
   KvBackendStoreShardSpreadUnbalanced: [1.5],

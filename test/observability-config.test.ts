@@ -121,6 +121,8 @@ describe('alert rules', () => {
         'KvBackendStoreDiscoveryFailing',
         'KvBackendStoreConnectionsRefused',
         'KvBackendBodyBufferFull',
+        'KvBackendAuthFailures',
+        'KvBackendTokensReloadFailing',
         'KvBackend5xxRatioHigh',
         'KvBackendLatencyP99High',
         'KvBackendErrorBudgetBurnFast',

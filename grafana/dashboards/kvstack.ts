@@ -431,6 +431,20 @@ export default dashboard({
         min: 0,
         queries: [query(`sum by (reason) (${rate('kvbackend_http_body_refusals_total')})`, '{{reason}}')],
       }),
+      timeseries({
+        title: 'Requests refused for their token in 5 minutes',
+        description:
+          'Requests answered 401 or 403 because of their Authorization header over the last 5 minutes, by backend (kvbackend_auth_failures_total; KvBackendAuthFailures fires above the line) and by reason: missing (no Bearer token), unknown (a token not in BACKEND_TOKENS_FILE), scope (a read token writing); and failed reads of BACKEND_TOKENS_FILE (KvBackendTokensReloadFailing). All stay at 0 on a backend without BACKEND_TOKENS_FILE.',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [
+          query(`sum by (instance) (increase(${sel('kvbackend_auth_failures_total')}[5m]))`, 'refused {{instance}}'),
+          query(`sum by (reason) (increase(${sel('kvbackend_auth_failures_total')}[5m]))`, 'all backends: {{reason}}'),
+          query(`increase(${sel('kvbackend_tokens_reload_failures_total')}[5m])`, 'failed token reloads {{instance}}'),
+        ],
+        thresholds: { steps: steps(T.KvBackendAuthFailures, ['red']) },
+      }),
     ]),
 
     row('Store shards', [
