@@ -1,13 +1,69 @@
-// Small typed builders for Grafana dashboard JSON (schema of Grafana 11). A dashboard is
-// written as rows of panels; the builder numbers the panels, lays them out on Grafana's
-// 24-column grid and fills in the defaults, so the dashboard files read as a list of
-// queries with their units and alert thresholds.
+// kvstack's dashboard conventions on Grafana's foundation SDK (@grafana/grafana-foundation-sdk,
+// its 11.6 line: the schema of the Grafana image docker-compose.yml runs). A dashboard file is
+// a list of rows of panels; each helper here returns the SDK's own panel builder with the
+// house defaults set (palette or threshold colors, alert thresholds as dashed lines, every
+// query on the dashboard's datasource variable), so a panel needing more chains the SDK's
+// methods onto it, and any other SDK panel builder can sit in a row too. dashboard() lays
+// the rows out on Grafana's 24-column grid and numbers the panels.
+import type * as cog from '@grafana/grafana-foundation-sdk/cog';
+import {
+  BigValueColorMode,
+  BigValueGraphMode,
+  BigValueJustifyMode,
+  BigValueTextMode,
+  GraphDrawStyle,
+  GraphThresholdsStyleConfigBuilder,
+  LegendDisplayMode,
+  LegendPlacement,
+  ReduceDataOptionsBuilder,
+  SortOrder,
+  StackingConfigBuilder,
+  StackingMode,
+  TooltipDisplayMode,
+  VisibilityMode,
+  VizLegendOptionsBuilder,
+  VizOrientation,
+  VizTooltipOptionsBuilder,
+  GraphThresholdsStyleMode,
+} from '@grafana/grafana-foundation-sdk/common';
+import {
+  DashboardBuilder,
+  DashboardCursorSync,
+  DashboardLinkBuilder,
+  DashboardLinkType,
+  DatasourceVariableBuilder,
+  FieldColorBuilder,
+  FieldColorModeId,
+  MappingType,
+  QueryVariableBuilder,
+  RowBuilder,
+  ThresholdsConfigBuilder,
+  ThresholdsMode,
+  VariableHide,
+  VariableRefresh,
+  VariableSort,
+  type Dashboard,
+  type DataSourceRef,
+  type Panel,
+  type ValueMapping as GrafanaValueMapping,
+} from '@grafana/grafana-foundation-sdk/dashboard';
+import { PanelBuilder as GaugePanelBuilder } from '@grafana/grafana-foundation-sdk/gauge';
+import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
+import { PanelBuilder as StatPanelBuilder } from '@grafana/grafana-foundation-sdk/stat';
+import { PanelBuilder as TimeseriesPanelBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
+import type * as units from '@grafana/grafana-foundation-sdk/units';
 
-/** The provisioned Prometheus datasource (grafana/provisioning/datasources). */
-export const PROMETHEUS = Object.freeze({ type: 'prometheus', uid: 'kvstack-prometheus' });
+export type { Dashboard, Panel };
 
-/** Grafana unit ids used here (Grafana's names: ops/s, requests/s, seconds, IEC bytes, …). */
-export type Unit = 'ops' | 'reqps' | 'cps' | 'percentunit' | 's' | 'bytes' | 'Bps' | 'short' | 'none' | `suffix:${string}`;
+/** The dashboard's datasource variable: a Prometheus datasource picked in Grafana. */
+export const DATASOURCE_VARIABLE = 'datasource';
+
+/** Where every panel, query and variable reads from: the datasource the variable holds. */
+export const DATASOURCE: Readonly<DataSourceRef> = Object.freeze({ type: 'prometheus', uid: `\${${DATASOURCE_VARIABLE}}` });
+
+/** Grafana's unit ids, as the SDK lists them (ops/s, requests/s, seconds, IEC bytes, …), or a custom suffix. */
+// (The namespace of a CommonJS module also holds itself as `default`.)
+export type Unit = (typeof units)[Exclude<keyof typeof units, 'default'>] | `suffix:${string}`;
 export type Color = 'green' | 'yellow' | 'orange' | 'red' | 'blue' | 'purple' | 'text';
 
 export interface Query {
@@ -59,24 +115,17 @@ export interface TimeseriesOptions extends PanelOptions {
 export type StatOptions = PanelOptions;
 export type GaugeOptions = PanelOptions;
 
-export interface PanelSpec {
-  readonly kind: 'timeseries' | 'stat' | 'gauge';
-  readonly options: TimeseriesOptions;
-  readonly width: number;
-  readonly height: number;
-}
-
-export interface RowSpec {
-  readonly title: string;
-  readonly panels: readonly PanelSpec[];
-}
-
 /** A query variable filled from label values, multi-select with "All". */
 export interface VariableSpec {
   readonly name: string;
   readonly label: string;
   /** `label_values(<selector>, <label>)`. */
   readonly query: string;
+}
+
+export interface RowSpec {
+  readonly title: string;
+  readonly panels: readonly cog.Builder<Panel>[];
 }
 
 export interface DashboardOptions {
@@ -89,196 +138,158 @@ export interface DashboardOptions {
   readonly links?: readonly { readonly title: string; readonly url: string }[];
 }
 
-export const timeseries = (options: TimeseriesOptions): PanelSpec => ({
-  kind: 'timeseries',
-  options,
-  width: options.width ?? 12,
-  height: options.height ?? 8,
-});
-
-export const stat = (options: StatOptions): PanelSpec => ({ kind: 'stat', options, width: options.width ?? 4, height: options.height ?? 4 });
-
-export const gauge = (options: GaugeOptions): PanelSpec => ({ kind: 'gauge', options, width: options.width ?? 4, height: options.height ?? 4 });
-
-export const row = (title: string, panels: readonly PanelSpec[]): RowSpec => ({ title, panels });
+export const row = (title: string, panels: readonly cog.Builder<Panel>[]): RowSpec => ({ title, panels });
 
 export const variable = (name: string, label: string, query: string): VariableSpec => ({ name, label, query });
 
-// ---------------------------------------------------------------------------------------
-// JSON model (the parts of Grafana's dashboard schema these builders emit).
+const thresholdsConfig = (t: Thresholds | undefined): ThresholdsConfigBuilder =>
+  new ThresholdsConfigBuilder()
+    .mode(ThresholdsMode.Absolute)
+    .steps([{ color: t?.base ?? 'green', value: null }, ...(t?.steps ?? []).map((s) => ({ color: s.color, value: s.value }))]);
 
-export interface GridPos {
-  h: number;
-  w: number;
-  x: number;
-  y: number;
-}
-
-export interface PanelJson {
-  id: number;
-  type: string;
-  title: string;
-  description?: string;
-  gridPos: GridPos;
-  datasource?: typeof PROMETHEUS;
-  targets?: { refId: string; datasource: typeof PROMETHEUS; expr: string; legendFormat: string; range: boolean; instant: boolean }[];
-  fieldConfig?: { defaults: Record<string, unknown>; overrides: unknown[] };
-  options?: Record<string, unknown>;
-  collapsed?: boolean;
-  panels?: PanelJson[];
-}
-
-export interface DashboardJson {
-  uid: string;
-  title: string;
-  description: string;
-  tags: string[];
-  panels: PanelJson[];
-  templating: { list: Record<string, unknown>[] };
-  [key: string]: unknown;
-}
-
-function thresholdsJson(t: Thresholds | undefined) {
-  return {
-    mode: 'absolute',
-    steps: [{ color: t?.base ?? 'green', value: null }, ...(t?.steps ?? []).map((s) => ({ color: s.color, value: s.value }))],
-  };
-}
-
-function mappingsJson(mappings: readonly ValueMapping[] | undefined) {
+function valueMappings(mappings: readonly ValueMapping[] | undefined): GrafanaValueMapping[] {
   if (!mappings?.length) return [];
-  const options: Record<string, { text: string; color: string; index: number }> = {};
-  mappings.forEach((m, index) => (options[String(m.value)] = { text: m.text, color: m.color, index }));
-  return [{ type: 'value', options }];
+  const options = Object.fromEntries(mappings.map((m, index) => [String(m.value), { text: m.text, color: m.color, index }]));
+  return [{ type: MappingType.ValueToText, options }];
 }
 
-// Graphs color series from the palette; stats and gauges color by threshold.
-function fieldDefaults(o: PanelOptions, custom?: Record<string, unknown>): Record<string, unknown> {
-  const d: Record<string, unknown> = {
-    unit: o.unit,
-    color: { mode: custom ? 'palette-classic' : 'thresholds' },
-    thresholds: thresholdsJson(o.thresholds),
-    mappings: mappingsJson(o.mappings),
-  };
-  if (o.min !== undefined) d.min = o.min;
-  if (o.max !== undefined) d.max = o.max;
-  if (o.decimals !== undefined) d.decimals = o.decimals;
-  if (custom) d.custom = custom;
-  return d;
+const target = (q: Query, i: number): DataqueryBuilder =>
+  new DataqueryBuilder()
+    .refId(String.fromCharCode(65 + i))
+    .datasource(DATASOURCE)
+    .expr(q.expr)
+    .legendFormat(q.legend)
+    .range();
+
+// The options every panel kind takes alike; the three SDK builders share these methods.
+function withFieldOptions<B extends TimeseriesPanelBuilder | StatPanelBuilder | GaugePanelBuilder>(b: B, o: PanelOptions, width: number, height: number): B {
+  b.title(o.title)
+    .description(o.description)
+    .datasource(DATASOURCE)
+    .targets(o.queries.map(target))
+    .unit(o.unit)
+    .thresholds(thresholdsConfig(o.thresholds))
+    .mappings(valueMappings(o.mappings))
+    .span(width)
+    .height(height);
+  if (o.min !== undefined) b.min(o.min);
+  if (o.max !== undefined) b.max(o.max);
+  if (o.decimals !== undefined) b.decimals(o.decimals);
+  return b;
 }
 
-function targetsJson(queries: readonly Query[], instant: boolean) {
-  return queries.map((q, i) => ({
-    refId: String.fromCharCode(65 + i),
-    datasource: PROMETHEUS,
-    expr: q.expr,
-    legendFormat: q.legend,
-    range: !instant,
-    instant,
-  }));
+/** A graph: series colored from the palette, the thresholds drawn as dashed lines. */
+export function timeseries(o: TimeseriesOptions): TimeseriesPanelBuilder {
+  return withFieldOptions(new TimeseriesPanelBuilder(), o, o.width ?? 12, o.height ?? 8)
+    .colorScheme(new FieldColorBuilder().mode(FieldColorModeId.PaletteClassic))
+    .drawStyle(GraphDrawStyle.Line)
+    .lineWidth(1)
+    .fillOpacity(o.stack ? 30 : 10)
+    .showPoints(VisibilityMode.Never)
+    .spanNulls(false)
+    .stacking(new StackingConfigBuilder().mode(o.stack ? StackingMode.Normal : StackingMode.None).group('A'))
+    .thresholdsStyle(new GraphThresholdsStyleConfigBuilder().mode(o.thresholds ? GraphThresholdsStyleMode.Dashed : GraphThresholdsStyleMode.Off))
+    .legend(new VizLegendOptionsBuilder().displayMode(LegendDisplayMode.List).placement(LegendPlacement.Bottom).showLegend(true).calcs([]))
+    .tooltip(new VizTooltipOptionsBuilder().mode(TooltipDisplayMode.Multi).sort(SortOrder.Descending));
 }
 
-function panelJson(spec: PanelSpec, id: number, gridPos: GridPos): PanelJson {
-  const o = spec.options;
-  const base = { id, type: spec.kind, title: o.title, description: o.description, gridPos, datasource: PROMETHEUS };
-  if (spec.kind === 'timeseries') {
-    const custom = {
-      drawStyle: 'line',
-      lineWidth: 1,
-      fillOpacity: o.stack ? 30 : 10,
-      showPoints: 'never',
-      spanNulls: false,
-      stacking: { mode: o.stack ? 'normal' : 'none', group: 'A' },
-      // Alert thresholds are drawn as dashed lines on the graph.
-      thresholdsStyle: { mode: o.thresholds ? 'dashed' : 'off' },
-    };
-    const defaults = fieldDefaults(o, custom);
-    return {
-      ...base,
-      targets: targetsJson(o.queries, false),
-      fieldConfig: { defaults, overrides: [] },
-      options: {
-        legend: { displayMode: 'list', placement: 'bottom', showLegend: true, calcs: [] },
-        tooltip: { mode: 'multi', sort: 'desc' },
-      },
-    };
+const lastValue = (): ReduceDataOptionsBuilder => new ReduceDataOptionsBuilder().calcs(['lastNotNull']).fields('').values(false);
+
+/** One big number, its background colored by threshold. */
+export function stat(o: StatOptions): StatPanelBuilder {
+  return withFieldOptions(new StatPanelBuilder(), o, o.width ?? 4, o.height ?? 4)
+    .colorScheme(new FieldColorBuilder().mode(FieldColorModeId.Thresholds))
+    .reduceOptions(lastValue())
+    .colorMode(BigValueColorMode.Background)
+    .graphMode(BigValueGraphMode.Area)
+    .justifyMode(BigValueJustifyMode.Auto)
+    .orientation(VizOrientation.Auto)
+    .textMode(BigValueTextMode.Auto);
+}
+
+/** A dial between min and max, its thresholds marked on the rim. */
+export function gauge(o: GaugeOptions): GaugePanelBuilder {
+  return withFieldOptions(new GaugePanelBuilder(), o, o.width ?? 4, o.height ?? 4)
+    .colorScheme(new FieldColorBuilder().mode(FieldColorModeId.Thresholds))
+    .reduceOptions(lastValue())
+    .orientation(VizOrientation.Auto)
+    .showThresholdLabels(false)
+    .showThresholdMarkers(true);
+}
+
+/**
+ * The Prometheus datasource picker. It starts on "default", the Grafana's default
+ * datasource: with no value saved, Grafana takes the first Prometheus datasource by
+ * name, which in a Grafana with several need not be the one meant.
+ */
+export const datasourceVariable = (): DatasourceVariableBuilder =>
+  new DatasourceVariableBuilder(DATASOURCE_VARIABLE)
+    .label('Data source')
+    .type('prometheus')
+    .current({ text: 'default', value: 'default' })
+    .hide(VariableHide.DontHide);
+
+const queryVariable = (v: VariableSpec): QueryVariableBuilder =>
+  new QueryVariableBuilder(v.name)
+    .label(v.label)
+    .datasource(DATASOURCE)
+    .query(v.query)
+    .refresh(VariableRefresh.OnTimeRangeChanged)
+    .includeAll(true)
+    .multi(true)
+    .sort(VariableSort.AlphabeticalAsc)
+    .hide(VariableHide.DontHide);
+
+/** A built panel handed back to the SDK's dashboard builder (which takes builders). */
+const built = <T>(value: T): cog.Builder<T> => ({ build: () => value });
+
+/**
+ * Builds the dashboard: the datasource variable first, then the query variables; rows become Grafana row panels
+ * and their panels flow left to right, wrapping to a new line when the next does not fit.
+ */
+export function dashboard(o: DashboardOptions): Dashboard {
+  const b = new DashboardBuilder(o.title)
+    .uid(o.uid)
+    .description(o.description)
+    .tags([...o.tags])
+    .timezone('browser')
+    .editable()
+    .tooltip(DashboardCursorSync.Crosshair)
+    .time({ from: 'now-1h', to: 'now' })
+    .refresh('10s')
+    .version(1)
+    // An empty list rather than the SDK's bare {}: Grafana adds its built-in annotation to the list.
+    .annotations([])
+    .withVariable(datasourceVariable());
+  for (const v of o.variables) b.withVariable(queryVariable(v));
+  for (const l of o.links ?? []) {
+    b.link(new DashboardLinkBuilder(l.title).type(DashboardLinkType.Link).url(l.url).icon('doc').targetBlank(true).asDropdown(false).includeVars(false).keepTime(false).tags([]).tooltip(''));
   }
-  const reduceOptions = { calcs: ['lastNotNull'], fields: '', values: false };
-  const defaults = fieldDefaults(o);
-  if (spec.kind === 'stat') {
-    return {
-      ...base,
-      targets: targetsJson(o.queries, false),
-      fieldConfig: { defaults, overrides: [] },
-      options: { reduceOptions, colorMode: 'background', graphMode: 'area', justifyMode: 'auto', orientation: 'auto', textMode: 'auto' },
-    };
-  }
-  return {
-    ...base,
-    targets: targetsJson(o.queries, false),
-    fieldConfig: { defaults, overrides: [] },
-    options: { reduceOptions, orientation: 'auto', showThresholdLabels: false, showThresholdMarkers: true },
-  };
-}
-
-function variableJson(v: VariableSpec): Record<string, unknown> {
-  return {
-    name: v.name,
-    label: v.label,
-    type: 'query',
-    datasource: PROMETHEUS,
-    definition: v.query,
-    query: { query: v.query, refId: `${v.name}-variable` },
-    refresh: 2, // on time range change
-    includeAll: true,
-    multi: true,
-    current: {},
-    options: [],
-    sort: 1,
-    hide: 0,
-  };
-}
-
-/** Builds the dashboard JSON: rows become Grafana row panels, panels flow left to right. */
-export function dashboard(o: DashboardOptions): DashboardJson {
-  const panels: PanelJson[] = [];
+  // Positions are set here, whole: the SDK's own layout places a panel only when it has
+  // none and lets one run past column 24 instead of wrapping it.
   let id = 1;
   let y = 0;
   for (const r of o.rows) {
-    panels.push({ id: id++, type: 'row', title: r.title, collapsed: false, gridPos: { h: 1, w: 24, x: 0, y }, panels: [] });
+    b.withRow(new RowBuilder(r.title).id(id++).collapsed(false).gridPos({ h: 1, w: 24, x: 0, y }));
     y += 1;
     let x = 0;
     let lineHeight = 0;
     for (const p of r.panels) {
-      if (x + p.width > 24) {
+      const panel = p.build();
+      const w = panel.gridPos?.w ?? 12;
+      const h = panel.gridPos?.h ?? 8;
+      if (x + w > 24) {
         y += lineHeight;
         x = 0;
         lineHeight = 0;
       }
-      panels.push(panelJson(p, id++, { h: p.height, w: p.width, x, y }));
-      x += p.width;
-      lineHeight = Math.max(lineHeight, p.height);
+      panel.id = id++;
+      panel.gridPos = { h, w, x, y };
+      b.withPanel(built(panel));
+      x += w;
+      lineHeight = Math.max(lineHeight, h);
     }
     y += lineHeight;
   }
-  return {
-    uid: o.uid,
-    title: o.title,
-    description: o.description,
-    tags: [...o.tags],
-    timezone: 'browser',
-    editable: true,
-    graphTooltip: 1, // shared crosshair
-    schemaVersion: 39,
-    version: 1,
-    time: { from: 'now-1h', to: 'now' },
-    refresh: '10s',
-    fiscalYearStartMonth: 0,
-    liveNow: false,
-    weekStart: '',
-    links: (o.links ?? []).map((l) => ({ title: l.title, url: l.url, type: 'link', icon: 'doc', targetBlank: true, asDropdown: false, includeVars: false, keepTime: false, tags: [], tooltip: '' })),
-    annotations: { list: [] },
-    templating: { list: o.variables.map(variableJson) },
-    panels,
-  };
+  return b.build();
 }

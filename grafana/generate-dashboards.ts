@@ -4,7 +4,7 @@
 //   node grafana/generate-dashboards.ts --check   exit 1 if a committed file is stale
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { DashboardJson } from './dashboard-builder.ts';
+import type { Dashboard } from './dashboard-builder.ts';
 
 export const dashboardsDir = fileURLToPath(new URL('./dashboards/', import.meta.url));
 
@@ -15,7 +15,7 @@ export async function renderDashboards(): Promise<Map<string, string>> {
     .filter((f) => f.endsWith('.ts'))
     .sort();
   for (const source of sources) {
-    const mod = (await import(pathToFileURL(dashboardsDir + source).href)) as { default?: DashboardJson };
+    const mod = (await import(pathToFileURL(dashboardsDir + source).href)) as { default?: Dashboard };
     if (!mod.default?.uid) throw new Error(`grafana/dashboards/${source} must export a dashboard (built with dashboard()) as its default`);
     out.set(source.replace(/\.ts$/, '.json'), JSON.stringify(mod.default, null, 2) + '\n');
   }

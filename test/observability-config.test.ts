@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ALERT_THRESHOLDS, STORE_RSS_BOUND } from '../grafana/alert-thresholds.ts';
-import { PROMETHEUS, type DashboardJson, type PanelJson } from '../grafana/dashboard-builder.ts';
+import { DATASOURCE, type Dashboard, type Panel } from '../grafana/dashboard-builder.ts';
 import { dashboardsDir, staleDashboards } from '../grafana/generate-dashboards.ts';
 import {
   dashboardExpressions,
@@ -36,10 +36,12 @@ const alertTests = readdirSync(repoFile('test/alerts'))
   .sort()
   .map((f) => `test/alerts/${f}`);
 
-const dashboards: DashboardJson[] = readdirSync(dashboardsDir)
+const dashboards: Dashboard[] = readdirSync(dashboardsDir)
   .filter((f) => f.endsWith('.json'))
-  .map((f) => JSON.parse(readRepoFile(`grafana/dashboards/${f}`)) as DashboardJson);
-const panels = (d: DashboardJson): PanelJson[] => d.panels.flatMap((p) => [p, ...(p.panels ?? [])]).filter((p) => p.type !== 'row');
+  .map((f) => JSON.parse(readRepoFile(`grafana/dashboards/${f}`)) as Dashboard);
+const panels = (d: Dashboard): Panel[] =>
+  (d.panels ?? []).flatMap((p) => [p as Panel, ...((p as { panels?: Panel[] }).panels ?? [])]).filter((p) => p.type !== 'row');
+const exprOf = (t: unknown): string => (t as { expr: string }).expr;
 
 const rules = readRules();
 const alerts = rules.filter((r) => r.kind === 'alert');
@@ -213,27 +215,28 @@ describe('Grafana dashboards', () => {
     expect(await staleDashboards()).toEqual([]);
   });
 
-  it.each(dashboards.map((d) => [d.title, d] as const))('%s: every panel queries the provisioned Prometheus with units, job and instance variables', (_, d) => {
-    expect(d.templating.list.map((v) => v.name)).toEqual(['job', 'instance']);
-    const ids = d.panels.map((p) => p.id);
+  it.each(dashboards.map((d) => [d.title, d] as const))('%s: every panel queries the datasource variable with units, job and instance variables', (_, d) => {
+    expect(d.templating.list?.map((v) => v.name)).toEqual(['datasource', 'job', 'instance']);
+    const ids = (d.panels ?? []).map((p) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.every((id) => typeof id === 'number' && id > 0)).toBe(true);
     for (const p of panels(d)) {
-      expect(p.datasource, p.title).toEqual(PROMETHEUS);
+      expect(p.datasource, p.title).toEqual(DATASOURCE);
       expect(p.fieldConfig?.defaults.unit, p.title).toBeTruthy();
-      expect(p.gridPos.x + p.gridPos.w, p.title).toBeLessThanOrEqual(24);
+      expect(p.gridPos!.x + p.gridPos!.w, p.title).toBeLessThanOrEqual(24);
       expect(p.targets?.length, p.title).toBeGreaterThan(0);
       for (const t of p.targets!) {
-        expect(t.datasource, p.title).toEqual(PROMETHEUS);
-        expect(t.expr, p.title).toContain('job=~"$job"');
+        expect((t as { datasource?: unknown }).datasource, p.title).toEqual(DATASOURCE);
+        expect(exprOf(t), p.title).toContain('job=~"$job"');
         // Recording rules aggregate instances away; everything else follows $instance.
-        if (!/\w+:\w+:\w+/.test(t.expr)) expect(t.expr, p.title).toContain('instance=~"$instance"');
+        if (!/\w+:\w+:\w+/.test(exprOf(t))) expect(exprOf(t), p.title).toContain('instance=~"$instance"');
       }
     }
   });
 
   it('has the panels the issue asks for', () => {
     const titles = dashboards.flatMap((d) => panels(d).map((p) => p.title));
-    const exprs = dashboards.flatMap((d) => panels(d).flatMap((p) => p.targets!.map((t) => t.expr))).join('\n');
+    const exprs = dashboards.flatMap((d) => panels(d).flatMap((p) => p.targets!.map(exprOf))).join('\n');
     for (const t of ['Commands/s by command and result', 'Hit ratio', 'Command latency p50 / p99', 'HTTP latency p50 / p99', 'Usage against the cap', 'Keys', 'Evictions and expirations', 'Connections of the limit', 'HTTP requests/s by status', '5xx ratio', 'Store reachable from the backend', 'CPU', 'Memory', 'Event-loop lag p50 / p99', 'Shard up', 'Shards by state and ring changes', 'Shard usage against the cap', 'Store commands/s by shard', 'Key spread']) {
       expect(titles).toContain(t);
     }
@@ -242,10 +245,10 @@ describe('Grafana dashboards', () => {
     }
   });
 
-  it('provisioning: the datasource uid the dashboards use, and the folder compose mounts', () => {
+  it('provisioning: the default Prometheus datasource the variable picks, and the folder compose mounts', () => {
     const ds = readRepoFile('grafana/provisioning/datasources/kvstack.yml');
-    expect(ds).toContain(`uid: ${PROMETHEUS.uid}`);
-    expect(ds).toContain('url: http://prometheus:9090');
+    // With no choice saved, a datasource variable starts on the default datasource of its type.
+    expect(ds).toMatch(/- name: Prometheus\n\s+uid: kvstack-prometheus\n\s+type: prometheus\n\s+access: proxy\n\s+url: http:\/\/prometheus:9090\n\s+isDefault: true\n/);
     const provider = readRepoFile('grafana/provisioning/dashboards/kvstack.yml');
     const path = /^\s+path: (\S+)$/m.exec(provider)?.[1];
     expect(readRepoFile('docker-compose.yml')).toContain(`- ./grafana/dashboards:${path}:ro`);

@@ -84,10 +84,12 @@ export function dashboardExpressions(): NamedExpr[] {
   const out: NamedExpr[] = dashboardQueries().map((q) => ({ where: `${q.dashboard} / ${q.panel}`, expr: q.expr }));
   const dir = repoFile('grafana/dashboards/');
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-    const d = JSON.parse(readFileSync(dir + file, 'utf8')) as { title: string; templating: { list: { name: string; definition: string }[] } };
-    for (const v of d.templating.list) {
-      const m = /^label_values\((.*),\s*(\w+)\)$/.exec(v.definition);
-      if (!m) throw new Error(`${file}: variable ${v.name} is not label_values(<selector>, <label>): ${v.definition}`);
+    const d = JSON.parse(readFileSync(dir + file, 'utf8')) as { title: string; templating: { list: { name: string; type: string; query?: unknown }[] } };
+    // The datasource variable picks a datasource; the query variables query it.
+    for (const v of d.templating.list.filter((v) => v.type === 'query')) {
+      const text = typeof v.query === 'string' ? v.query : JSON.stringify(v.query);
+      const m = /^label_values\((.*),\s*(\w+)\)$/.exec(text);
+      if (!m) throw new Error(`${file}: variable ${v.name} is not label_values(<selector>, <label>): ${text}`);
       out.push({ where: `${d.title} / variable ${v.name}`, expr: m[1]! });
     }
   }
