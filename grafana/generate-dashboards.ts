@@ -1,10 +1,12 @@
 // Generates grafana/dashboards/<name>.json from each grafana/dashboards/<name>.ts (its
-// default export), the files Grafana's provisioning loads.
+// default export), the files Grafana's provisioning loads. A dashboard that breaks one of
+// the rules of dashboard-lint.ts is refused, not written.
 //   npm run dashboards            write the JSON files
 //   node grafana/generate-dashboards.ts --check   exit 1 if a committed file is stale
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Dashboard } from './dashboard-builder.ts';
+import { formatProblem, lintDashboard } from './dashboard-lint.ts';
 
 export const dashboardsDir = fileURLToPath(new URL('./dashboards/', import.meta.url));
 
@@ -17,6 +19,8 @@ export async function renderDashboards(): Promise<Map<string, string>> {
   for (const source of sources) {
     const mod = (await import(pathToFileURL(dashboardsDir + source).href)) as { default?: Dashboard };
     if (!mod.default?.uid) throw new Error(`grafana/dashboards/${source} must export a dashboard (built with dashboard()) as its default`);
+    const problems = lintDashboard(mod.default);
+    if (problems.length) throw new Error(`grafana/dashboards/${source} breaks the dashboard rules (grafana/dashboard-lint.ts):\n  ${problems.map(formatProblem).join('\n  ')}`);
     out.set(source.replace(/\.ts$/, '.json'), JSON.stringify(mod.default, null, 2) + '\n');
   }
   return out;
@@ -41,7 +45,7 @@ export async function staleDashboards(): Promise<string[]> {
   return stale;
 }
 
-if (import.meta.main) {
+async function main(): Promise<void> {
   if (process.argv.includes('--check')) {
     const stale = await staleDashboards();
     if (stale.length) {
@@ -54,4 +58,12 @@ if (import.meta.main) {
       process.stdout.write(`wrote grafana/dashboards/${file}\n`);
     }
   }
+}
+
+if (import.meta.main) {
+  // A dashboard that breaks a rule is the user's to fix: its message, not a stack trace.
+  await main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  });
 }

@@ -6,6 +6,12 @@ import { dashboard, gauge, query, row, stat, timeseries, variable, type Color, t
 /** `metric{job=~"$job",instance=~"$instance",<extra>}`: every series follows the variables. */
 const sel = (metric: string, extra = ''): string => `${metric}{job=~"$job",instance=~"$instance"${extra ? `,${extra}` : ''}}`;
 const rate = (metric: string, extra = ''): string => `rate(${sel(metric, extra)}[$__rate_interval])`;
+/**
+ * The current rate as a count per `seconds`, to set beside an alert that counts over a
+ * fixed window: the dashboard keeps to $__rate_interval, which follows the scrape
+ * interval and the zoom, where a fixed window would show nothing or smooth too much.
+ */
+const perWindow = (seconds: number, metric: string, extra = ''): string => `${rate(metric, extra)} * ${seconds}`;
 const quantile = (q: number, histogram: string, by: string): string =>
   `histogram_quantile(${q}, sum by (le, ${by}) (${rate(`${histogram}_bucket`)}))`;
 
@@ -223,16 +229,16 @@ export default dashboard({
         ],
       }),
       timeseries({
-        title: 'Wrong passwords in 5 minutes',
+        title: 'Wrong passwords per 5 minutes',
         description:
-          'AUTH attempts with a wrong password over the last 5 minutes (kvstore_auth_failures_total; KvStoreAuthFailures fires above the line), commands refused because their connection had not sent the password (kvstore_protocol_errors_total{reason="authentication_required"}): a client without a password, and failed reads of STORE_PASSWORD_FILE (KvStorePasswordReloadFailing). All stay at 0 on a store without STORE_PASSWORD.',
+          'At the current rate, per 5 minutes: AUTH attempts with a wrong password (kvstore_auth_failures_total; KvStoreAuthFailures fires when more than 20, the line, arrive within 5 minutes), commands refused because their connection had not sent the password (kvstore_protocol_errors_total{reason="authentication_required"}): a client without a password, and failed reads of STORE_PASSWORD_FILE (KvStorePasswordReloadFailing). All stay at 0 on a store without STORE_PASSWORD.',
         unit: 'short',
         width: 8,
         min: 0,
         queries: [
-          query(`increase(${sel('kvstore_auth_failures_total')}[5m])`, 'wrong password {{instance}}'),
-          query(`increase(${sel('kvstore_protocol_errors_total', 'reason="authentication_required"')}[5m])`, 'refused before AUTH {{instance}}'),
-          query(`increase(${sel('kvstore_password_reload_failures_total')}[5m])`, 'failed password reloads {{instance}}'),
+          query(perWindow(300, 'kvstore_auth_failures_total'), 'wrong password {{instance}}'),
+          query(perWindow(300, 'kvstore_protocol_errors_total', 'reason="authentication_required"'), 'refused before AUTH {{instance}}'),
+          query(perWindow(300, 'kvstore_password_reload_failures_total'), 'failed password reloads {{instance}}'),
         ],
         thresholds: { steps: steps(T.KvStoreAuthFailures, ['red']) },
       }),
@@ -432,16 +438,16 @@ export default dashboard({
         queries: [query(`sum by (reason) (${rate('kvbackend_http_body_refusals_total')})`, '{{reason}}')],
       }),
       timeseries({
-        title: 'Requests refused for their token in 5 minutes',
+        title: 'Requests refused for their token per 5 minutes',
         description:
-          'Requests answered 401 or 403 because of their Authorization header over the last 5 minutes, by backend (kvbackend_auth_failures_total; KvBackendAuthFailures fires above the line) and by reason: missing (no Bearer token), unknown (a token not in BACKEND_TOKENS_FILE), scope (a read token writing); and failed reads of BACKEND_TOKENS_FILE (KvBackendTokensReloadFailing). All stay at 0 on a backend without BACKEND_TOKENS_FILE.',
+          'At the current rate, per 5 minutes: requests answered 401 or 403 because of their Authorization header, by backend (kvbackend_auth_failures_total; KvBackendAuthFailures fires when more than 100, the line, arrive within 5 minutes) and by reason: missing (no Bearer token), unknown (a token not in BACKEND_TOKENS_FILE), scope (a read token writing); and failed reads of BACKEND_TOKENS_FILE (KvBackendTokensReloadFailing). All stay at 0 on a backend without BACKEND_TOKENS_FILE.',
         unit: 'short',
         width: 8,
         min: 0,
         queries: [
-          query(`sum by (instance) (increase(${sel('kvbackend_auth_failures_total')}[5m]))`, 'refused {{instance}}'),
-          query(`sum by (reason) (increase(${sel('kvbackend_auth_failures_total')}[5m]))`, 'all backends: {{reason}}'),
-          query(`increase(${sel('kvbackend_tokens_reload_failures_total')}[5m])`, 'failed token reloads {{instance}}'),
+          query(`sum by (instance) (${perWindow(300, 'kvbackend_auth_failures_total')})`, 'refused {{instance}}'),
+          query(`sum by (reason) (${perWindow(300, 'kvbackend_auth_failures_total')})`, 'all backends: {{reason}}'),
+          query(perWindow(300, 'kvbackend_tokens_reload_failures_total'), 'failed token reloads {{instance}}'),
         ],
         thresholds: { steps: steps(T.KvBackendAuthFailures, ['red']) },
       }),
@@ -466,7 +472,7 @@ export default dashboard({
         min: 0,
         queries: [
           query(`max by (state) (${sel('kvbackend_store_shards')})`, '{{state}}'),
-          query(`sum(increase(${sel('kvbackend_store_ring_changes_total')}[1m]))`, 'ring changes/min'),
+          query(`sum(${perWindow(60, 'kvbackend_store_ring_changes_total')})`, 'ring changes/min'),
         ],
       }),
       timeseries({
@@ -509,13 +515,13 @@ export default dashboard({
       timeseries({
         title: 'Shard discovery',
         description:
-          'With KV_STORE=dnssrv+ or dns+: seconds since each backend\'s last DNS lookup that found shards (kvbackend_store_discovery_last_success_timestamp_seconds) and its failed, timed-out or empty lookups over 5 minutes (kvbackend_store_discovery_failures_total). KvBackendStoreDiscoveryFailing fires past 300 s while lookups fail. Backends that list their shards have neither series: both lines stay at 0.',
+          'With KV_STORE=dnssrv+ or dns+: seconds since each backend\'s last DNS lookup that found shards (kvbackend_store_discovery_last_success_timestamp_seconds) and its failed, timed-out or empty lookups per 5 minutes at the current rate (kvbackend_store_discovery_failures_total). KvBackendStoreDiscoveryFailing fires past 300 s while lookups fail. Backends that list their shards have neither series: both lines stay at 0.',
         unit: 'short',
         width: 8,
         min: 0,
         queries: [
           query(`max by (instance) (time() - ${sel('kvbackend_store_discovery_last_success_timestamp_seconds')}) or on() vector(0)`, 'seconds since a lookup found shards {{instance}}'),
-          query(`sum by (instance) (increase(${sel('kvbackend_store_discovery_failures_total')}[5m])) or on() vector(0)`, 'failed lookups / 5m {{instance}}'),
+          query(`sum by (instance) (${perWindow(300, 'kvbackend_store_discovery_failures_total')}) or on() vector(0)`, 'failed lookups / 5m {{instance}}'),
         ],
       }),
     ]),
