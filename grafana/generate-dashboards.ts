@@ -20,7 +20,12 @@ export async function renderDashboards(): Promise<Map<string, string>> {
     const mod = (await import(pathToFileURL(dashboardsDir + source).href)) as { default?: Dashboard };
     if (!mod.default?.uid) throw new Error(`grafana/dashboards/${source} must export a dashboard (built with dashboard()) as its default`);
     const problems = lintDashboard(mod.default);
-    if (problems.length) throw new Error(`grafana/dashboards/${source} breaks the dashboard rules (grafana/dashboard-lint.ts):\n  ${problems.map(formatProblem).join('\n  ')}`);
+    if (problems.length) {
+      const hint = problems.some((p) => p.rule === 'window')
+        ? '\nA count over a window, as an alert takes it, is the rate times the window: perWindow() in grafana/dashboards/kvstack.ts.'
+        : '';
+      throw new Error(`grafana/dashboards/${source} breaks the dashboard rules (grafana/dashboard-lint.ts):\n  ${problems.map(formatProblem).join('\n  ')}${hint}`);
+    }
     out.set(source.replace(/\.ts$/, '.json'), JSON.stringify(mod.default, null, 2) + '\n');
   }
   return out;
