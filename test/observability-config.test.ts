@@ -272,9 +272,17 @@ describe('docker-compose.yml', () => {
     expect([...services.keys()].sort()).toEqual(['alertmanager', 'backend', 'grafana', 'prometheus', 'store']);
     expect(svc('prometheus')).toContain('image: prom/prometheus:v2.42.0');
     expect(svc('alertmanager')).toContain('image: prom/alertmanager:v0.25.0');
-    expect(svc('grafana')).toContain('image: grafana/grafana:11.3.0');
+    expect(svc('grafana')).toContain('image: grafana/grafana:11.6.14');
     expect(svc('store')).toMatch(/image: kvstack-store:local\n\s+build:\n\s+context: \.\n\s+dockerfile: deploy\/Dockerfile\n\s+target: store/);
     expect(svc('backend')).toMatch(/image: kvstack-backend:local\n\s+build:\n\s+context: \.\n\s+dockerfile: deploy\/Dockerfile\n\s+target: backend/);
+  });
+
+  it('runs the Grafana line the dashboards\' SDK is generated for', () => {
+    const sdk = (JSON.parse(readRepoFile('package.json')) as { devDependencies: Record<string, string> }).devDependencies['@grafana/grafana-foundation-sdk'];
+    const sdkLine = /^(\d+\.\d+)\.\d+-cog/.exec(sdk ?? '')?.[1];
+    const imageLine = /image: grafana\/grafana:(\d+\.\d+)\.\d+\n/.exec(svc('grafana'))?.[1];
+    expect(sdkLine, `SDK version ${sdk}`).toBeDefined();
+    expect(imageLine).toBe(sdkLine);
   });
 
   it('keeps the store private and publishes the rest on configurable ports', () => {
