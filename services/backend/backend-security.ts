@@ -1,31 +1,40 @@
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { backendSettings, type BackendConfig } from '../config/config.ts';
+import { backendSettings, backendTlsFilesOf, type BackendConfig } from '../config/config.ts';
+import { backendTlsOn, readBackendTls, type BackendTlsPair } from '../config/backend-tls.ts';
 import { readTokensFile } from '../config/token-file.ts';
 import type { Logger } from '../shared/logger.ts';
 import { BearerAuth } from './bearer-auth.ts';
 import { WatchedFiles, type ReloadReason } from './watched-files.ts';
 
 export interface BackendSecurityOptions {
-  readonly config: Pick<BackendConfig, 'tokensFile'>;
+  readonly config: Pick<BackendConfig, 'tokensFile' | 'tlsCertFile' | 'tlsKeyFile'>;
   readonly registry: Registry;
   readonly logger: Logger;
   /** How often the files are looked at for a change (default WATCH_POLL_MS). */
   readonly pollMs?: number;
 }
 
-/** The backend's tokens (SPEC §8), kept current from their file. */
+/** The backend's tokens and HTTPS (SPEC §8), kept current from their files. */
 export interface BackendSecurity {
   /** Undefined without BACKEND_TOKENS_FILE: every request is served. */
   readonly auth: BearerAuth | undefined;
+  /** Whether PORT speaks HTTPS (BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE). */
+  readonly https: boolean;
+  /** The server of PORT: HTTPS with the certificate in use (a reload swaps it in), or plain HTTP. Call once. */
+  createServer(app: (req: IncomingMessage, res: ServerResponse) => void): Server;
   /** Reads the files again (SIGHUP). */
   reload(reason: ReloadReason): void;
   close(): void;
 }
 
 /**
- * Reads BACKEND_TOKENS_FILE, follows it on disk and on SIGHUP, and registers what ops
- * watch: kvbackend_tokens{scope} (the tokens in use) and kvbackend_tokens_reload_failures_total.
- * Nothing of a token reaches a metric or a log line: only counts and the path.
+ * Reads BACKEND_TOKENS_FILE and the TLS pair, follows them on disk and on SIGHUP, and
+ * registers what ops watch: kvbackend_tokens{scope} (the tokens in use),
+ * kvbackend_tokens_reload_failures_total, and with HTTPS kvbackend_tls_reload_failures_total
+ * and kvbackend_tls_certificate_expiry_timestamp_seconds. Nothing of a token or a key
+ * reaches a metric or a log line: only counts, paths and dates.
  */
 export function startBackendSecurity({ config, registry, logger, pollMs }: BackendSecurityOptions): BackendSecurity {
   let tokenFailures = 0;
@@ -70,14 +79,63 @@ export function startBackendSecurity({ config, registry, logger, pollMs }: Backe
     },
   });
 
+  const tlsFiles = backendTlsFilesOf(config);
+  let pair: BackendTlsPair | undefined = backendTlsOn(tlsFiles) ? readBackendTls(tlsFiles) : undefined;
+  let tlsFailures = 0;
+  let certificate: Pick<WatchedFiles<never>, 'reload' | 'close'> | undefined;
+  if (pair) {
+    // Only with HTTPS: an expiry of 0 would read as a certificate long expired.
+    new Counter({
+      name: 'kvbackend_tls_reload_failures_total',
+      help: 'Reloads of BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE (on SIGHUP or a change on disk) that failed; the certificate and key in use stayed.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(tlsFailures);
+      },
+    });
+    new Gauge({
+      name: 'kvbackend_tls_certificate_expiry_timestamp_seconds',
+      help: 'When the certificate PORT presents expires (its notAfter), in seconds since the epoch.',
+      registers: [registry],
+      collect() {
+        this.set(pair!.expiresAt);
+      },
+    });
+  }
+  const expiry = (p: BackendTlsPair) => ({ expiresAt: new Date(p.expiresAt * 1000).toISOString() });
+
   return {
     auth,
+    https: pair !== undefined,
+    createServer(app) {
+      if (!pair) return createHttpServer(app);
+      const server = createHttpsServer({ cert: pair.cert, key: pair.key.reveal() }, app);
+      certificate = new WatchedFiles({
+        what: 'backend TLS certificate',
+        paths: [tlsFiles.certFile, tlsFiles.keyFile],
+        load: () => readBackendTls(tlsFiles),
+        apply: (next) => {
+          // New connections get the new pair; those open keep the one they shook hands with.
+          server.setSecureContext({ cert: next.cert, key: next.key.reveal() });
+          pair = next;
+          return { certFile: tlsFiles.certFile, ...expiry(next) };
+        },
+        logger,
+        onFailure: () => tlsFailures++,
+        pollMs,
+      });
+      logger.info({ certFile: tlsFiles.certFile, ...expiry(pair) }, 'backend HTTPS on');
+      return server;
+    },
     reload(reason) {
-      if (tokens) tokens.reload(reason);
-      else logger.info('nothing to reload: no BACKEND_TOKENS_FILE');
+      if (!tokens && !certificate) logger.info('nothing to reload: no BACKEND_TOKENS_FILE, no BACKEND_TLS_CERT_FILE');
+      tokens?.reload(reason);
+      certificate?.reload(reason);
     },
     close() {
       tokens?.close();
+      certificate?.close();
     },
   };
 }

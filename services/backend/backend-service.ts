@@ -34,7 +34,7 @@ export interface BackendDeps {
   readonly monitorIntervalMs?: number;
   /** How long a discovery query waits for the DNS server before asking once more (default 2000 ms). */
   readonly discoveryTimeoutMs?: number;
-  /** How often BACKEND_TOKENS_FILE is looked at for a change (default 5 s). */
+  /** How often BACKEND_TOKENS_FILE and the TLS files are looked at for a change (default 5 s). */
   readonly filePollMs?: number;
 }
 
@@ -58,7 +58,7 @@ export interface BackendService {
   close(): Promise<void>;
   /** Immediate and idempotent. */
   destroy(): void;
-  /** Reads BACKEND_TOKENS_FILE again (SIGHUP), keeping every connection. */
+  /** Reads BACKEND_TOKENS_FILE and the TLS files again (SIGHUP), keeping every connection. */
   reload(): void;
 }
 
@@ -157,7 +157,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     isClosing: () => closing,
     isDraining: () => draining,
   });
-  const server = createServer(app);
+  const server = security.createServer(app);
   const connections = trackHttpConnections(server, { idleCheckMs: deps.idleCheckMs });
   // `Expect: 100-continue` (curl sends it for large uploads): invite the body only when it
   // will be accepted; an oversized one, one that does not fit the body budget now, or any
@@ -260,6 +260,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       poolSize: config.storePoolSize,
       storePassword: config.storePassword !== undefined,
       tokens: security.auth !== undefined,
+      https: security.https,
       storeTimeoutMs: config.storeTimeoutMs,
       shardEjectAfter: config.shardEjectAfter,
       shardRetryMs: config.shardRetryMs,

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 
 export interface HttpConnections {
   /** Connections open right now. */
@@ -38,7 +39,8 @@ export function trackHttpConnections(server: Server, { idleCheckMs = 250 }: { id
   const connections = new Map<Socket, ConnectionActivity>();
   let onEmpty: (() => void) | undefined;
 
-  server.on('connection', (socket: Socket) => {
+  // Over HTTPS a request's socket is the TLS socket, which exists once the handshake is done.
+  server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
     connections.set(socket, { busy: 0, readAtRest: 0, readAtCheck: -1 });
     socket.once('close', () => {
       connections.delete(socket);

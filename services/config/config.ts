@@ -6,6 +6,7 @@ import { flag, host, hostPort, integer, oneOf, snapshotPath, type HostPort } fro
 import { parseStoreSource } from './store-list.ts';
 import { passwordFilePath, passwordValue, resolvePassword } from './password-settings.ts';
 import { readTokensFile } from './token-file.ts';
+import { backendTlsOn, readBackendTls, type BackendTlsFiles } from './backend-tls.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
@@ -109,6 +110,19 @@ export const backendSettings = {
       'A file of bearer tokens, one `<scope> <token>` per line (scope `read`: GET and HEAD; `write`: every method; at least 16 characters of `A-Z a-z 0-9 - . _ ~ + /`, trailing `=`), blank lines and `#` comments ignored. When set, every request on PORT needs `Authorization: Bearer <token>` (401 without a known one, 403 for a read token writing); the admin port stays open. Read at start-up, again on SIGHUP and when it changes on disk (looked at every 5 s); a reload that fails keeps the tokens in use. Empty = no tokens (see Security).',
     parse: filePath,
   },
+  tlsCertFile: {
+    env: 'BACKEND_TLS_CERT_FILE',
+    default: '',
+    description:
+      'A PEM certificate (leaf first, then any intermediates): with BACKEND_TLS_KEY_FILE, PORT speaks HTTPS only; the admin port stays plain HTTP. Read at start-up, again on SIGHUP and when either file changes on disk (looked at every 5 s; a Kubernetes symlink swap included): new connections get the new certificate, open ones keep theirs. A reload that fails (unreadable, a key that does not match) keeps the pair in use. Empty = plain HTTP.',
+    parse: filePath,
+  },
+  tlsKeyFile: {
+    env: 'BACKEND_TLS_KEY_FILE',
+    default: '',
+    description: 'The PEM private key of BACKEND_TLS_CERT_FILE (not encrypted); both or neither.',
+    parse: filePath,
+  },
   store: {
     env: 'KV_STORE',
     default: '127.0.0.1:8765',
@@ -210,6 +224,11 @@ export function clientPasswordOf(config: { readonly storePassword: StoreConfig['
   });
 }
 
+/** BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE with their variables' names, for backend-tls.ts. */
+export function backendTlsFilesOf(config: Pick<BackendConfig, 'tlsCertFile' | 'tlsKeyFile'>): BackendTlsFiles {
+  return { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, certEnv: backendSettings.tlsCertFile.env, keyEnv: backendSettings.tlsKeyFile.env };
+}
+
 export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}): StoreConfig {
   const loaded = { ...loadConfig(storeSettings, env), ...overrides };
   // The file is read once here, so a missing or unusable one stops the start.
@@ -227,6 +246,8 @@ export function loadBackendConfig(env: Env, overrides: Partial<BackendConfig> = 
   checkDistinctPorts(config.port, backendSettings.port.env, config.metricsPort, backendSettings.metricsPort.env);
   // Read once here so an unusable file stops the start; the service reads it again to serve.
   if (config.tokensFile !== '') readTokensFile(config.tokensFile, backendSettings.tokensFile.env);
+  const tls = backendTlsFilesOf(config);
+  if (backendTlsOn(tls)) readBackendTls(tls);
   if (config.bodyBufferBytes < config.maxValueBytes) {
     throw new ConfigError(
       `${backendSettings.bodyBufferBytes.env}=${config.bodyBufferBytes} is invalid: it is below ${commonSettings.maxValueBytes.env}=${config.maxValueBytes}, so a value of the largest size could never be accepted`,
