@@ -8,6 +8,7 @@ export const ALERT_THRESHOLDS = {
   KvStoreLowHitRate: [0.5],
   KvStoreAuthFailures: [20],
   KvBackendAuthFailures: [100],
+  KvBackendCertificateExpiring: [14],
   KvBackend5xxRatioHigh: [0.05],
   KvBackendLatencyP99High: [0.25],
   KvBackendStoreShardSpreadUnbalanced: [1.5],

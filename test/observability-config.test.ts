@@ -125,6 +125,8 @@ describe('alert rules', () => {
         'KvBackendBodyBufferFull',
         'KvBackendAuthFailures',
         'KvBackendTokensReloadFailing',
+        'KvBackendCertificateExpiring',
+        'KvBackendTlsReloadFailing',
         'KvBackend5xxRatioHigh',
         'KvBackendLatencyP99High',
         'KvBackendErrorBudgetBurnFast',

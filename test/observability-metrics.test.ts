@@ -9,6 +9,7 @@ import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { parseExposition } from '../bench/harness/exposition.ts';
 import { dashboardExpressions, metricNamesIn, readRules, type NamedExpr } from './helpers/observability-sources.ts';
+import { httpsFixture } from './helpers/https-certs.ts';
 
 /** Names a scrape yields: sample names, plus the series names of every declared family. */
 function exportedNames(text: string): Set<string> {
@@ -27,6 +28,8 @@ describe('metric names used by dashboards and alerts', () => {
   let backend: BackendService | undefined;
   /** A backend that finds its store through DNS (the system's lookup of localhost): it alone exports the discovery metrics. */
   let discovering: BackendService | undefined;
+  /** A backend serving HTTPS (certificates made with openssl): it alone exports the TLS metrics. */
+  let secure: BackendService | undefined;
   const exported = { store: new Set<string>(), backend: new Set<string>() };
   const rules = readRules();
   const recorded = new Set(rules.filter((r) => r.kind === 'record').map((r) => r.name));
@@ -51,9 +54,16 @@ describe('metric names used by dashboards and alerts', () => {
       { logger },
     );
     for (const name of exportedNames(await (await fetch(`http://127.0.0.1:${discovering.metricsPort}/metrics`)).text())) exported.backend.add(name);
+    const cert = httpsFixture().issue('observability');
+    secure = await startBackendService(
+      loadBackendConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, store: parseStoreList(`127.0.0.1:${store.port}`, 'KV_STORE'), tlsCertFile: cert.certFile, tlsKeyFile: cert.keyFile }),
+      { logger },
+    );
+    for (const name of exportedNames(await (await fetch(`http://127.0.0.1:${secure.metricsPort}/metrics`)).text())) exported.backend.add(name);
   });
 
   afterAll(async () => {
+    await secure?.close();
     await discovering?.close();
     await backend?.close();
     await store?.close();
