@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { MIN_BUCKETS, REAP_STEP_BYTES, REHASH_BUCKETS_PER_MS } from '../services/store/engine/bucket-table.ts';
 import { KvEngine, SLOT_GROWTH, SWEEP_ENTRIES_PER_MS, type KvEngineOptions } from '../services/store/engine/kv-engine.ts';
 import { BUCKET_MS } from '../services/store/engine/expiry-index.ts';
+import { NewKeyFilter } from '../services/store/engine/new-key-filter.ts';
 import { newEngine } from './helpers/new-engine.ts';
 import { b64 } from './helpers/base64.ts';
 
@@ -503,6 +504,22 @@ describe('incremental growth and shrinking', () => {
     for (let k = engine.sweepExpired(); k > 0; k = engine.sweepExpired()) swept += k;
     expect(swept).toBe(Math.ceil(n / 3) - Math.ceil(n / 6));
     engine.verifyInvariants();
+  });
+
+  it("reserve's filter of new keys never calls a seen hash new, and calls few new hashes seen", () => {
+    const buckets = 1 << 16;
+    const filter = new NewKeyFilter(buckets);
+    const seen: number[] = [];
+    let looked = 0;
+    for (let i = 0; i < buckets; i++) {
+      const h = (Math.random() * 2 ** 32) | 0;
+      if (filter.mayHold(h)) looked++;
+      seen.push(h);
+    }
+    for (const h of seen) expect(filter.mayHold(h)).toBe(true);
+    // 8 bits per key: a new key looks at most 1 - e^(-1/8) = 12% of the time, ~6% on average over the fill.
+    expect(looked / buckets).toBeLessThan(0.1);
+    expect(looked).toBeGreaterThan(0);
   });
 
   it('reserve sizes the table and slot arrays up front: inserts up to it neither resize nor grow, and endReserve gives back what went unused', () => {

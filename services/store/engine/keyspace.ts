@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
-import { MAX_KEY_BYTES, MAX_TTL_SECONDS } from '../../protocol/limits.ts';
+import { MAX_TTL_SECONDS } from '../../protocol/limits.ts';
 import { murmur3_32View } from '../../ring/murmur3.ts';
-import { bytesOf, viewOf } from '../../shared/byte-views.ts';
+import { viewOf } from '../../shared/byte-views.ts';
 import { BucketTable, type TableState } from './bucket-table.ts';
 import { type SetOutcome, type StoreEngine, ValueRange } from './engine-api.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
@@ -9,63 +9,31 @@ import { GcBallast } from './gc-ballast.ts';
 import { engineSettings, type KvEngineOptions } from './engine-options.ts';
 import { KeyPrefetch } from './key-prefetch.ts';
 import { LruList } from './lru-list.ts';
-import { arenaPageTarget, arenaSlackBytes, RecordArena } from './record-arena.ts';
+import { FootprintBudget, footprintLimitFor } from './footprint-budget.ts';
+import { NewKeyFilter } from './new-key-filter.ts';
+import { arenaPageTarget, RecordArena } from './record-arena.ts';
 import { SlotArrays } from './slot-arrays.ts';
-import { SLOT, SLOT_BYTES } from './slot-layout.ts';
-import { WalkedSlots, type SnapshotSink, type SnapshotWalk } from './snapshot-walk.ts';
+import { SLOT } from './slot-layout.ts';
+import { lruOrderWalk, WalkedSlots, type SnapshotSink, type SnapshotWalk } from './snapshot-walk.ts';
 
 // The store's keyspace: pure (no sockets, no timers, injectable clock), O(1) per command,
-// and nothing per key on the JavaScript heap. This class owns the slot arrays and composes
-// the pieces that work on them.
-//
-// Layout. Each entry has a slot number: its fields are 8 int32s in one array (slot-layout.ts),
-// its expiry time in a Float64Array read only for keys flagged as having a TTL. The record
-// (key bytes then value bytes) lives in the RecordArena's pages. A hash table of slot
-// numbers (bucket-table.ts) finds a key from its bytes: commands look keys up straight from
-// the socket's buffer, with no string made for the key, and a GET points at the value's
-// bytes in the page (the server encodes them). The LRU list (lru-list.ts) runs through the
-// slots too. Why not a Map of strings: that costs ~320 bytes of RSS per 100-byte entry
-// (strings, Map entries and the heap slack the collector keeps), this ~170
-// (see docs/benchmarks.md#memory-per-key).
-//
-// Nothing grows in one go (a store of tens of millions of keys must not stop the world for
-// a copy): the slot arrays grow in place (slot-arrays.ts) and the hash table is resized
-// incrementally (bucket-table.ts). At start-up a snapshot load sizes both for its file's
-// keys in one go (reserve).
-//
-// The hash is MurmurHash3 over the key bytes with a random per-engine seed, so keys that
-// collide in one process do not collide in the next.
-//
-// Memory. USAGE (key and value bytes) never passes the cap, as SPEC says; but what the
-// process holds for the data is more: size-class rounding, partly filled pages, and ~50
-// bytes of slot, expiry time, bucket and chunk owner per key, which for tiny values is
-// several times the value. So the engine also bounds its footprint (the arena's pages and
-// owner arrays plus the slot, expiry and bucket arrays) by FOOTPRINT_FACTOR times the cap
-// plus the arena's fixed slack (two pages per size class): a SET that would take the
-// footprint past it evicts (lru) or is refused (noeviction) as at the cap. With values of
-// a few KiB USAGE reaches the cap first; with 100-byte values the footprint limit holds
-// somewhat fewer keys than USAGE alone would.
-//
-// Decided: GET and SET (including overwrites) count as access for LRU; EXPIRE and TTL do
-// not (they read or change metadata, as Redis's TTL does), nor do DELETE and the sweep.
-// A SET always moves the key to the most recent end; from EXACT_LRU_BELOW_KEYS keys on, a
-// GET moves it only when it has fallen into the least recent quarter (lru-list.ts).
-// Only GET counts hits and misses. An expired key is never returned: every command checks
-// the key it touches, and sweepExpired() removes unread ones through the expiry index.
+// and nothing per key on the JavaScript heap. It owns the slot arrays and composes the
+// pieces that work on them: the record arena, the bucket table, the LRU list, the expiry
+// index, the footprint budget and the snapshot walk. How they fit, why not a Map of
+// strings, what counts as access for LRU and how memory is bounded: docs/architecture.md#the-keyspace.
+// KvEngine (kv-engine.ts) adds the same commands on strings.
 
 export type { SetOutcome } from './engine-api.ts';
 export { MAX_KEYS, type KvEngineOptions } from './engine-options.ts';
 export { INITIAL_SLOTS, SLOT_GROWTH } from './slot-arrays.ts';
 export type { SnapshotSink, SnapshotWalk } from './snapshot-walk.ts';
 export type { TableState } from './bucket-table.ts';
+export { FOOTPRINT_FACTOR } from './footprint-budget.ts';
 
 /** Sweep budget when the caller gives none, in milliseconds of the engine's clock. */
 export const DEFAULT_SWEEP_MS = 2;
 /** Sweep steps per millisecond of budget, so a frozen or fake clock still bounds a call. */
 export const SWEEP_ENTRIES_PER_MS = 10_000;
-/** The footprint limit is this times the cap, plus the arena's fixed slack. */
-export const FOOTPRINT_FACTOR = 1.25;
-const NO_FILTER = new Uint8Array(0);
 // The slot fields as this module's own constants, which TurboFan folds (see slot-layout.ts).
 const STRIDE_SHIFT = SLOT.STRIDE_SHIFT;
 const HASH = SLOT.HASH;
@@ -78,22 +46,16 @@ const KLEN_MASK = SLOT.KLEN_MASK;
 const CLS_SHIFT = SLOT.CLS_SHIFT;
 const LRU = SLOT.LRU;
 
-function checkKey(key: Buffer): void {
-  if (key.length < 1 || key.length > MAX_KEY_BYTES) {
-    throw new RangeError(`key must be 1 to ${MAX_KEY_BYTES} bytes, got ${key.length}`);
-  }
-}
-
 function checkSeconds(seconds: number): void {
   if (!(seconds > 0 && seconds <= MAX_TTL_SECONDS)) {
     throw new RangeError(`ttl must be above 0 and at most ${MAX_TTL_SECONDS} seconds, got ${seconds}`);
   }
 }
 
-export class KvEngine implements StoreEngine {
+export class Keyspace implements StoreEngine {
   readonly maxMemoryBytes: number;
   readonly maxKeys: number;
-  /** Most bytes the engine's footprint may reach (see Memory at the top). */
+  /** Most bytes the engine's footprint may reach (see footprint-budget.ts). */
   readonly footprintLimitBytes: number;
   readonly #noeviction: boolean;
   readonly #now: () => number;
@@ -111,19 +73,11 @@ export class KvEngine implements StoreEngine {
   readonly #expiresAt: Float64Array;
   readonly #prefetch: KeyPrefetch;
 
+  readonly #budget: FootprintBudget;
   /** The snapshot walk under way, if any. */
   #walk: WalkedSlots | null = null;
-
-  /**
-   * Between reserve() and endReserve(): a bit per hash value's top bits, set for every key
-   * inserted since, so an insert whose bit is clear skips the chain walk for a key that
-   * cannot be there (a chain's slots are random reads; the filter, a byte per key, stays
-   * in cache). A set bit only means "look": removals leave their bits set. Scratch for the
-   * load, as its read buffers are: not part of the footprint, gone at endReserve().
-   */
-  #newKeyFilter: Uint8Array = NO_FILTER;
-  /** h >>> #filterShift indexes a bit of #newKeyFilter. */
-  #filterShift = 0;
+  /** Between reserve() and endReserve() (see new-key-filter.ts). */
+  #newKeyFilter: NewKeyFilter | null = null;
 
   #live = 0;
   #usage = 0;
@@ -141,9 +95,8 @@ export class KvEngine implements StoreEngine {
     this.maxMemoryBytes = maxMemoryBytes;
     this.#noeviction = settings.evictionPolicy === 'noeviction';
     this.#now = settings.now;
-    // The fixed part: every size class holding a partly used step and a spare one, and the empty engine's arrays.
     const pageTarget = arenaPageTarget(maxMemoryBytes);
-    this.footprintLimitBytes = FOOTPRINT_FACTOR * maxMemoryBytes + arenaSlackBytes(pageTarget) + (1 << 20);
+    this.footprintLimitBytes = footprintLimitFor(maxMemoryBytes, pageTarget);
     // The footprint limit bounds all the engine's arrays, so it is all the ballast needs to cover.
     this.#ballast = new GcBallast(settings.gcBallast ? this.footprintLimitBytes : 0);
     this.#arena = new RecordArena(this.footprintLimitBytes, { ballast: this.#ballast, pageTarget, pageSource: settings.pageSource });
@@ -153,6 +106,7 @@ export class KvEngine implements StoreEngine {
     this.#table = new BucketTable(this.#slots, this.#ballast, this.#now, settings.minBuckets, settings.rehashStepBuckets);
     this.#lru = new LruList(this.#slots, settings.exactLruBelowKeys);
     this.#prefetch = new KeyPrefetch(this.#slots, this.#table, this.#arena);
+    this.#budget = new FootprintBudget(this.footprintLimitBytes, this.#arena, this.#slotArrays, this.#table);
   }
 
   /** Sum of key bytes and value bytes over all keys (expired ones count until removed). */
@@ -182,7 +136,7 @@ export class KvEngine implements StoreEngine {
 
   /** What the footprint limit bounds: the arena plus the per-slot and bucket arrays. */
   get footprintBytes(): number {
-    return this.#arena.footprintBytes + this.#tableBytes();
+    return this.#budget.bytes;
   }
   get evictions(): number {
     return this.#evictions;
@@ -269,14 +223,7 @@ export class KvEngine implements StoreEngine {
     const h = this.#hashOf(buf, ks, ke);
     let slot = 0;
     const filter = this.#newKeyFilter;
-    if (filter === NO_FILTER) {
-      slot = this.#find(buf, ks, ke, h);
-    } else {
-      const bit = h >>> this.#filterShift;
-      const mask = 1 << (bit & 7);
-      if ((filter[bit >>> 3]! & mask) === 0) filter[bit >>> 3] = filter[bit >>> 3]! | mask; // a key not seen yet
-      else slot = this.#find(buf, ks, ke, h);
-    }
+    if (filter === null || filter.mayHold(h)) slot = this.#find(buf, ks, ke, h);
     const arena = this.#arena;
     const cls = arena.classOf(size);
     let now = 0;
@@ -288,7 +235,7 @@ export class KvEngine implements StoreEngine {
       if (this.#noeviction) {
         if (this.#usage - oldSize + size > max) return 'out_of_memory';
         // A large record's page goes back whole; a small chunk freed is not counted (it may not free a page).
-        if (fresh && this.#footprintOver(arena.allocCost(cls, size) - (oldCls === arena.large ? Math.max(1, oldSize) : 0))) return 'out_of_memory';
+        if (fresh && this.#budget.over(arena.allocCost(cls, size) - (oldCls === arena.large ? Math.max(1, oldSize) : 0))) return 'out_of_memory';
       }
       if (this.#walk !== null) this.#preserve(slot);
       const oldExpiry = this.#ttlOf(slot);
@@ -308,7 +255,7 @@ export class KvEngine implements StoreEngine {
       }
     } else {
       const full = this.#live >= this.maxKeys;
-      if (this.#noeviction && (full || this.#usage + size > max || this.#footprintOver(arena.allocCost(cls, size) + this.#newKeyCost()))) {
+      if (this.#noeviction && (full || this.#usage + size > max || this.#budget.over(this.#budget.growthFor(cls, size, true, this.#live)))) {
         return 'out_of_memory';
       }
       if (full) this.#evictOne();
@@ -379,50 +326,6 @@ export class KvEngine implements StoreEngine {
     return Math.max(1, Math.ceil(Math.round(remainingMs * 1000) / 1e6));
   }
 
-  // ------------------------------------------------------------ the same, on strings
-  // For tests, tools and embedding: keys as strings (UTF-8), values as standard base64.
-
-  get(key: string): string | undefined {
-    const k = keyBytes(key);
-    const at = new ValueRange();
-    const page = this.getAt(k, 0, k.length, at);
-    return page === undefined ? undefined : bytesOf(page, at.start, at.end).toString('base64');
-  }
-
-  /**
-   * Stores `valueBase64` (padded standard base64). Throws (changing nothing) on a length
-   * that is not a multiple of 4 or characters outside the base64 alphabet.
-   */
-  set(key: string, valueBase64: string, ttlSeconds?: number): SetOutcome {
-    if ((valueBase64.length & 3) !== 0) {
-      throw new TypeError('value must be padded standard base64 (length a multiple of 4)');
-    }
-    const value = Buffer.from(atob(valueBase64), 'latin1'); // atob throws on a bad alphabet
-    return this.setBytes(key, value, 0, value.length, ttlSeconds);
-  }
-
-  /** `set` with the value bytes buf[start, end). */
-  setBytes(key: string, buf: Buffer, start: number, end: number, ttlSeconds?: number): SetOutcome {
-    const k = keyBytes(key);
-    const line = Buffer.concat([k, buf.subarray(start, end)]);
-    return this.setAt(line, 0, k.length, k.length, line.length, ttlSeconds);
-  }
-
-  delete(key: string): boolean {
-    const k = keyBytes(key);
-    return this.deleteAt(k, 0, k.length);
-  }
-
-  expire(key: string, seconds: number): boolean {
-    const k = keyBytes(key);
-    return this.expireAt(k, 0, k.length, seconds);
-  }
-
-  ttl(key: string): number | null {
-    const k = keyBytes(key);
-    return this.ttlAt(k, 0, k.length);
-  }
-
   /**
    * Active expiry cycle: removes keys whose TTL has passed, earliest first, and returns how
    * many. Work is bounded by maxWorkMs of the engine's clock and by
@@ -464,31 +367,17 @@ export class KvEngine implements StoreEngine {
    * Start-up hint (a snapshot load): makes room now, on an empty engine, for `keys` keys
    * of about `recordBytes` bytes each (key plus value), so the inserts that follow neither
    * grow the slot arrays step by step nor resize the hash table (a rehash while loading
-   * moves every key again for nothing). Clamped to maxKeys and to the keys that can fit
-   * under the cap and the footprint limit, counting each key's slot, bucket and chunk, so
-   * the room reserved is no more than the keys a load keeps would take anyway; past it the
-   * arrays grow as usual. The table does not shrink below its reserved size until endReserve().
-   * Returns the keys room was made for.
+   * moves every key again for nothing). Clamped to the keys that fit (FootprintBudget.keysThatFit);
+   * past them the arrays grow as usual. The table does not shrink below its reserved size
+   * until endReserve(). Returns the keys room was made for.
    */
   reserve(keys: number, recordBytes: number): number {
     if (this.#live !== 0) throw new Error('reserve is for an empty engine');
     if (!(keys >= 0) || !(recordBytes >= 0)) throw new RangeError(`reserve needs counts of 0 or more, got ${keys} keys of ${recordBytes} bytes`);
-    const arena = this.#arena;
-    const cls = arena.classOf(Math.max(1, Math.ceil(recordBytes)));
-    const chunkBytes = cls === arena.large ? Math.ceil(recordBytes / 4096) * 4096 : arena.classes[cls]!.size;
-    // A bucket costs 4 bytes, up to 8 per key when the table is a power of two above the keys.
-    const perKey = chunkBytes + SLOT_BYTES + 8 + 8;
-    const footprintRoom = this.footprintLimitBytes - this.footprintBytes;
-    const n = Math.floor(Math.min(keys, this.maxKeys, this.maxMemoryBytes / Math.max(1, recordBytes), footprintRoom / perKey));
+    const n = this.#budget.keysThatFit(keys, recordBytes, this.maxKeys, this.maxMemoryBytes);
     if (!(n > 0)) return 0;
-    const slots = n + 1; // and the sentinel
-    this.#slotArrays.reserve(slots);
-    const target = this.#table.reserve(n);
-    // 8 bits per key: an insert of a new key finds its bit set (and walks the chain) at
-    // most 1 - e^(-1/8) = 12% of the time, at the end of the load.
-    const filterBits = Math.min(31, Math.log2(target) + 3);
-    this.#newKeyFilter = new Uint8Array(2 ** filterBits / 8);
-    this.#filterShift = 32 - filterBits;
+    this.#slotArrays.reserve(n + 1); // and the sentinel
+    this.#newKeyFilter = new NewKeyFilter(this.#table.reserve(n));
     return n;
   }
 
@@ -497,7 +386,7 @@ export class KvEngine implements StoreEngine {
    * keys loaded are few for it), and slot room past the slots in use is given back.
    */
   endReserve(): void {
-    this.#newKeyFilter = NO_FILTER;
+    this.#newKeyFilter = null;
     this.#slotArrays.trim();
     this.#table.endReserve(this.#live);
   }
@@ -508,7 +397,7 @@ export class KvEngine implements StoreEngine {
    */
   verifyInvariants(): void {
     const fail = (what: string): never => {
-      throw new Error(`kv-engine invariant: ${what}`);
+      throw new Error(`keyspace invariant: ${what}`);
     };
     let usage = 0;
     let withTtl = 0;
@@ -651,28 +540,6 @@ export class KvEngine implements StoreEngine {
     this.#table.keysChanged(this.#live);
   }
 
-  /** Bytes of the per-slot and bucket arrays (what they hold, used or not). */
-  #tableBytes(): number {
-    // During a resize both bucket tables are held.
-    return this.#slotArrays.bytes + this.#table.bytes;
-  }
-
-  /** True when adding `extra` bytes would take the footprint past its limit. */
-  #footprintOver(extra: number): boolean {
-    return this.#arena.footprintBytes + this.#tableBytes() + extra > this.footprintLimitBytes;
-  }
-
-  /**
-   * Bytes a new key would add to the tables: the slot arrays' next growth step when no
-   * slot is free, and a new bucket table when the keys are about to outgrow the buckets
-   * (both as #newSlot and #maybeResize would make them). Evicting one key frees a slot
-   * and keeps the table as it is, so at the growth edge a full engine evicts one key
-   * instead of growing.
-   */
-  #newKeyCost(): number {
-    return this.#slotArrays.newSlotBytes() + this.#table.newKeyBytes(this.#live);
-  }
-
   /**
    * Under lru, evicts least recently used keys until a record of class `cls` (for a new
    * key when `newKey`) fits under the footprint limit, or no key is left. (Under noeviction
@@ -680,10 +547,10 @@ export class KvEngine implements StoreEngine {
    */
   #makeRoom(cls: number, size: number, newKey: boolean): void {
     if (this.#noeviction) return;
-    const arena = this.#arena;
+    const budget = this.#budget;
     // Only allocations grow the footprint: when this one adds nothing (most SETs), it stays within the limit.
-    if (arena.allocCost(cls, size) === 0 && (!newKey || this.#newKeyCost() === 0)) return;
-    while (this.#footprintOver(arena.allocCost(cls, size) + (newKey ? this.#newKeyCost() : 0)) && this.#lru.oldest !== LRU) {
+    if (budget.growthFor(cls, size, newKey, this.#live) === 0) return;
+    while (budget.over(budget.growthFor(cls, size, newKey, this.#live)) && this.#lru.oldest !== LRU) {
       if (this.#evictOne()) this.#footprintEvictions++;
     }
   }
@@ -698,7 +565,7 @@ export class KvEngine implements StoreEngine {
   /** Removes the least recently used key (counted as expired if its TTL has passed); true when it counted as an eviction. */
   #evictOne(): boolean {
     const victim = this.#lru.oldest;
-    if (victim === LRU) throw new Error('kv-engine: usage above zero with no keys');
+    if (victim === LRU) throw new Error('keyspace: usage above zero with no keys');
     const expiresAt = this.#ttlOf(victim);
     const expired = expiresAt !== 0 && expiresAt <= this.#now();
     this.#remove(victim, expired);
@@ -718,27 +585,11 @@ export class KvEngine implements StoreEngine {
   beginSnapshot(sink: SnapshotSink): SnapshotWalk {
     if (this.#walk !== null) throw new Error('a snapshot is already under way');
     const walk = new WalkedSlots(sink, this.#now(), this.#slotArrays.top);
-    const lru = this.#lru;
     this.#walk = walk;
-    lru.cursor = lru.oldest;
-    return {
-      startedAt: walk.startedAt,
-      step: (max: number): boolean => {
-        if (this.#walk !== walk) throw new Error('the snapshot walk has ended');
-        let s = lru.cursor;
-        for (let n = 0; n < max && s !== LRU; n++) {
-          this.#preserve(s);
-          s = lru.after(s);
-        }
-        lru.cursor = s;
-        return s !== LRU;
-      },
-      end: (): void => {
-        if (this.#walk !== walk) return;
-        this.#walk = null;
-        lru.cursor = -1;
-      },
+    const release = (): void => {
+      this.#walk = null;
     };
+    return lruOrderWalk(walk, this.#lru, (slot) => this.#preserve(slot), () => this.#walk === walk, release);
   }
 
   /** Hands the slot's record to the walk's sink unless it was already, or is newer than the walk. */
@@ -751,10 +602,4 @@ export class KvEngine implements StoreEngine {
     const klen = this.#klenOf(slot);
     walk.sink(page, at, at + klen, at + klen, at + klen + this.#get(slot, VLEN), expiresAt);
   }
-}
-
-function keyBytes(key: string): Buffer {
-  const k = Buffer.from(key, 'utf8');
-  checkKey(k);
-  return k;
 }

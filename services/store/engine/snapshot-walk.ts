@@ -1,10 +1,15 @@
-// A point-in-time walk over the keyspace (KvEngine.beginSnapshot), copy-on-write, as
+// A point-in-time walk over the keyspace (Keyspace.beginSnapshot), copy-on-write, as
 // Dragonfly's versioned snapshots: the walk hands the keys to its sink from the least to
 // the most recently used while commands run between its steps, and before a command
 // changes or removes a key the walk has not reached, the engine hands that key's record as
 // it was to the sink first; keys created after the start are skipped. So the sink receives
 // exactly the keyspace of the start, each key once, and nothing is copied up front (no
-// pause). This module keeps the walk's account of which slots are done.
+// pause). This module keeps the walk's account of which slots are done, and its steps.
+
+import type { LruList } from './lru-list.ts';
+import { SLOT } from './slot-layout.ts';
+
+const LRU = SLOT.LRU;
 
 /**
  * One key's record for a snapshot: key bytes src[ks, ke), value bytes src[vs, ve) (valid
@@ -13,7 +18,7 @@
 export type SnapshotSink = (src: Buffer, ks: number, ke: number, vs: number, ve: number, expiresAt: number) => void;
 
 /**
- * A point-in-time walk over the keyspace (see KvEngine.beginSnapshot). Commands may run
+ * A point-in-time walk over the keyspace (see Keyspace.beginSnapshot). Commands may run
  * between its steps: the sink receives exactly the keys of the moment it began, each once.
  */
 export interface SnapshotWalk {
@@ -56,4 +61,32 @@ export class WalkedSlots {
   skip(slot: number): void {
     if (slot < this.#limit) this.#done[slot >> 3]! |= 1 << (slot & 7);
   }
+}
+
+/**
+ * The walk's steps over the LRU list, from the least to the most recently used key (the
+ * order a load inserts them in, so LRU order comes back). `preserve` hands a slot's record
+ * to the sink unless it went already; `current` says whether the walk is still the
+ * engine's; `release` ends it there.
+ */
+export function lruOrderWalk(walked: WalkedSlots, lru: LruList, preserve: (slot: number) => void, current: () => boolean, release: () => void): SnapshotWalk {
+  lru.cursor = lru.oldest;
+  return {
+    startedAt: walked.startedAt,
+    step(max: number): boolean {
+      if (!current()) throw new Error('the snapshot walk has ended');
+      let s = lru.cursor;
+      for (let n = 0; n < max && s !== LRU; n++) {
+        preserve(s);
+        s = lru.after(s);
+      }
+      lru.cursor = s;
+      return s !== LRU;
+    },
+    end(): void {
+      if (!current()) return;
+      release();
+      lru.cursor = -1;
+    },
+  };
 }
