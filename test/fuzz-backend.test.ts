@@ -4,11 +4,14 @@
 // store that records every line it receives. For each request a reference derived from
 // SPEC §2 says which single store command it may produce, byte for byte, and its status:
 // a request never produces a line it should not, never more than one, and every line the
-// store sees is one well-formed command built from that request alone.
+// store sees is one well-formed command built from that request alone. A second app with
+// bearer tokens takes random Authorization headers: a refused one reaches no store line.
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBackendApp } from '../services/backend/backend-app.ts';
+import { BearerAuth } from '../services/backend/bearer-auth.ts';
+import { parseTokens } from '../services/config/token-file.ts';
 import { StorePool } from '../services/client/index.ts';
 import { COMMAND_NAMES, OK, ParsedCommand, parseCommand } from '../services/protocol/command-parser.ts';
 import { listen } from '../services/shared/listen.ts';
@@ -30,6 +33,11 @@ let fake: FakeStore;
 let pool: StorePool;
 let server: Server;
 let port: number;
+/** The same app with BACKEND_TOKENS_FILE's check, over the same store. */
+let authServer: Server;
+let authPort: number;
+const READ_TOKEN = 'fuzz-read-token-0123456789';
+const WRITE_TOKEN = 'fuzz+write/token_0123456789==';
 
 function answer(): string {
   // The raw bytes of the line being handled are the last ones recorded.
@@ -60,11 +68,16 @@ beforeAll(async () => {
   const app = createBackendApp({ store: pool, logger: createLogger({ name: 'test', level: 'silent' }), maxValueBytes: MAX_VALUE_BYTES });
   server = createServer(app);
   port = await listen(server, 0, '127.0.0.1');
+  const auth = new BearerAuth(parseTokens(`read ${READ_TOKEN}\nwrite ${WRITE_TOKEN}\n`, 'fuzz', 'BACKEND_TOKENS_FILE'));
+  authServer = createServer(createBackendApp({ store: pool, logger: createLogger({ name: 'test', level: 'silent' }), maxValueBytes: MAX_VALUE_BYTES, auth }));
+  authPort = await listen(authServer, 0, '127.0.0.1');
 });
 
 afterAll(async () => {
   server?.closeAllConnections();
   await new Promise((r) => server?.close(r));
+  authServer?.closeAllConnections();
+  await new Promise((r) => authServer?.close(r));
   pool?.destroy();
   await fake?.close();
 });
@@ -77,6 +90,8 @@ interface Req {
   body: Buffer | undefined;
   /** Send the body in two writes (chunked transfer encoding) instead of with a Content-Length. */
   chunked: boolean;
+  /** An Authorization header, for the app with tokens. */
+  authorization?: string | undefined;
 }
 
 interface Res {
@@ -84,10 +99,11 @@ interface Res {
   body: Buffer;
   /** Set by the app on every response it writes: absent when Node's HTTP parser refused the request first. */
   requestId: string | undefined;
+  wwwAuthenticate: string | undefined;
 }
 
 /** One request with the path sent as given (latin1 bytes on the wire); never rejects. */
-function send(r: Req): Promise<Res | Error> {
+function send(r: Req, to = port): Promise<Res | Error> {
   return new Promise((resolve) => {
     let req;
     try {
@@ -95,10 +111,13 @@ function send(r: Req): Promise<Res | Error> {
       // chunked encoding, which the server would read as the start of a second, garbage request.
       const headers: Record<string, string> =
         r.body === undefined ? {} : r.chunked ? { 'Transfer-Encoding': 'chunked' } : { 'Content-Length': String(r.body.length) };
-      req = httpRequest({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent: false }, (res) => {
+      if (r.authorization !== undefined) headers.Authorization = r.authorization;
+      req = httpRequest({ host: '127.0.0.1', port: to, method: r.method, path: r.path, headers, agent: false }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks), requestId: res.headers['x-request-id'] as string | undefined }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, body: Buffer.concat(chunks), requestId: res.headers['x-request-id'] as string | undefined, wwwAuthenticate: res.headers['www-authenticate'] }),
+        );
         res.on('error', resolve);
       });
     } catch (err) {
@@ -224,13 +243,13 @@ function reference(r: Req): Expected {
 // ---------------------------------------------------------------- the property
 
 /** How the fuzzed requests ended, so the test can show that most reached the app and the store. */
-const outcomes = { app: 0, refusedByHttp: 0, storeCommands: 0 };
+const outcomes = { app: 0, refusedByHttp: 0, storeCommands: 0, authRefused: 0 };
 
-async function check(r: Req): Promise<void> {
+async function check(r: Req, to = port, refusal?: number): Promise<void> {
   const seen = fake.received.length;
-  const want = reference(r);
+  const want: Expected = refusal === undefined ? reference(r) : { status: refusal };
   const before = want.line && want.status === 200 ? kept.get(want.line.subarray(4).toString('hex')) : undefined;
-  const res = await send(r);
+  const res = await send(r, to);
   const label = JSON.stringify({ ...r, body: r.body?.toString('latin1') });
   const lines = fake.receivedRaw.slice(seen);
 
@@ -252,6 +271,66 @@ async function check(r: Req): Promise<void> {
   expect(res.status, label).toBe(want.status);
   if (want.status === 200 && r.method.toUpperCase() === 'GET') expect(res.body.equals(before!), label).toBe(true);
   if (r.method.toUpperCase() === 'HEAD') expect(res.body.length, label).toBe(0);
+  if (refusal !== undefined) {
+    outcomes.authRefused++;
+    expect(res.wwwAuthenticate, label).toMatch(/^Bearer realm="kvbackend"/);
+    // Nothing presented is echoed (a fragment under 8 characters may occur in the fixed text by chance).
+    const presented = (r.authorization ?? '').slice(7);
+    for (const echo of [READ_TOKEN, WRITE_TOKEN, ...(presented.length >= 8 ? [presented] : [])]) expect(res.body.toString('latin1') + res.wwwAuthenticate, label).not.toContain(echo);
+  }
+}
+
+// ---------------------------------------------------------------- Authorization headers
+
+/** A token of the file changed slightly: one character dropped, added, or of another case, or cut in two. */
+const nearTokenArb = fc.tuple(fc.constantFrom(READ_TOKEN, WRITE_TOKEN), fc.nat(40), fc.constantFrom('drop', 'add', 'case', 'prefix', 'suffix')).map(([t, at, how]) => {
+  const i = at % t.length;
+  if (how === 'drop') return t.slice(0, i) + t.slice(i + 1);
+  if (how === 'add') return `${t.slice(0, i)}x${t.slice(i)}`;
+  if (how === 'case') return t.slice(0, i) + (t[i] === t[i]!.toUpperCase() ? t[i]!.toLowerCase() : t[i]!.toUpperCase()) + t.slice(i + 1) + (/[a-z]/i.test(t[i]!) ? '' : 'x');
+  return how === 'prefix' ? t.slice(0, i) : t.slice(i + 1);
+});
+
+const authorizationArb: fc.Arbitrary<string | undefined> = fc.oneof(
+  { weight: 2, arbitrary: fc.constant(undefined) },
+  {
+    weight: 6,
+    arbitrary: fc
+      .tuple(fc.constantFrom('Bearer', 'bearer', 'BEARER', 'BeArEr'), fc.constantFrom(' ', '  ', '   '), fc.constantFrom(READ_TOKEN, WRITE_TOKEN), fc.constantFrom('', ' ', '\t', '  '))
+      .map(([scheme, gap, token, tail]) => `${scheme}${gap}${token}${tail}`),
+  },
+  { weight: 3, arbitrary: nearTokenArb.map((t) => `Bearer ${t}`) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      `Basic ${Buffer.from(`user:${WRITE_TOKEN}`).toString('base64')}`,
+      `Token ${WRITE_TOKEN}`,
+      `Bearer${WRITE_TOKEN}`,
+      `Bearer\t${WRITE_TOKEN}`,
+      `Bearer ${WRITE_TOKEN} ${READ_TOKEN}`,
+      `Bearer ${WRITE_TOKEN},Bearer ${READ_TOKEN}`,
+      `${WRITE_TOKEN}`,
+      'Bearer',
+      'Bearer ',
+      '',
+      `Bearer "${WRITE_TOKEN}"`,
+    ),
+  },
+  // Any bytes Node's client lets through in a header (latin1), and some it refuses.
+  { weight: 2, arbitrary: fc.string({ unit: fc.integer({ min: 0, max: 255 }).map((c) => String.fromCharCode(c)), maxLength: 40 }).map((t) => `Bearer ${t}`) },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 30 }) },
+);
+
+/** SPEC §8's answer to a header as the server receives it (its value stripped of leading and trailing spaces and tabs). */
+function referenceRefusal(authorization: string | undefined, method: string): number | undefined {
+  const value = authorization?.replace(/^[ \t]+|[ \t]+$/g, '');
+  const m = value === undefined ? null : /^bearer (.*)$/is.exec(value);
+  const token = m?.[1]!.trim();
+  if (!token) return 401;
+  if (token !== READ_TOKEN && token !== WRITE_TOKEN) return 401;
+  const m2 = method.toUpperCase();
+  if (token === READ_TOKEN && m2 !== 'GET' && m2 !== 'HEAD') return 403;
+  return undefined;
 }
 
 describe('the backend under random requests', () => {
@@ -284,5 +363,23 @@ describe('the backend under random requests', () => {
       }),
       { ...limits, numRuns: 40 },
     );
+  });
+
+  it('with tokens: a missing, unknown or near token is 401 and a read token writing 403, with no store line; a right one is served as without tokens', async () => {
+    const before = { ...outcomes };
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(reqArb, authorizationArb), { minLength: 1, maxLength: 8 }), async (pairs) => {
+        for (const [r, authorization] of pairs) {
+          const withAuth = { ...r, authorization };
+          await check(withAuth, authPort, referenceRefusal(authorization, r.method));
+        }
+      }),
+      { ...limits, numRuns: 150 },
+    );
+    const served = outcomes.app - before.app - (outcomes.authRefused - before.authRefused);
+    console.log(`fuzz-backend with tokens: ${outcomes.authRefused - before.authRefused} refused for their token, ${served} served, ${outcomes.refusedByHttp - before.refusedByHttp} refused by Node's HTTP layer`);
+    // Both sides of the check must be exercised.
+    expect(outcomes.authRefused - before.authRefused).toBeGreaterThan(100);
+    expect(served).toBeGreaterThan(50);
   });
 });
