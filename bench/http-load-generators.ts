@@ -55,7 +55,8 @@ export function wrkLoadGenerator(workDir: string): LoadGenerator {
   let runs = 0;
   return async (url, connections, durationSeconds) => {
     const report = join(workDir, `wrk-${++runs}.json`);
-    const args = ['-t1', `-c${connections}`, `-d${durationSeconds}s`, '-s', script, url];
+    // wrk takes whole seconds only (`-d0.5s` is a usage error): a shorter run is one second.
+    const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.ceil(durationSeconds))}s`, '-s', script, url];
     const stdout = await new Promise<string>((resolve, reject) => {
       const child = spawn('sh', ['-c', 'wrk "$@" >/dev/null && times', 'sh', ...args], { env: { ...process.env, WRK_REPORT: report }, stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
