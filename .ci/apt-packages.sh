@@ -1,6 +1,6 @@
 # Debian packages the tests need: promtool and Alertmanager for the observability
 # tests and the stand-in images, the Docker engine, debootstrap for the base image,
-# wrk for the HTTP benchmark's own test, openssl for the certificates the HTTPS suites make.
+# wrk for the HTTP benchmark's own test, openssl for the certificates the TLS and HTTPS suites make.
 # Installs only what is missing, so a warm run skips apt entirely.
 
 CI_APT_PACKAGES=(prometheus prometheus-alertmanager docker.io debootstrap wrk openssl)

@@ -31,6 +31,11 @@ describe('loadStoreConfig', () => {
       snapshotRequired: false,
       password: undefined,
       passwordFile: '',
+      tlsCertFile: '',
+      tlsKeyFile: '',
+      tlsCaFile: '',
+      tlsClientAuth: 'none',
+      tls: undefined,
       logLevel: 'info',
       maxValueBytes: 1048576,
     });
@@ -71,6 +76,11 @@ describe('loadStoreConfig', () => {
       snapshotRequired: true,
       password: undefined,
       passwordFile: '',
+      tlsCertFile: '',
+      tlsKeyFile: '',
+      tlsCaFile: '',
+      tlsClientAuth: 'none',
+      tls: undefined,
       logLevel: 'debug',
       maxValueBytes: 64,
     });

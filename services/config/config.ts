@@ -7,6 +7,7 @@ import { parseStoreSource } from './store-list.ts';
 import { passwordFilePath, passwordValue, resolvePassword } from './password-settings.ts';
 import { readTokensFile } from './token-file.ts';
 import { backendTlsOn, readBackendTls, type BackendTlsFiles } from './backend-tls.ts';
+import { pemFilePath, resolveClientTls, resolveStoreTls, type ClientAuthMode, type ClientTlsSettings, type StoreTlsSettings } from './tls-settings.ts';
 
 // Configuration is read once at start-up from an env object (never process.env at
 // import time), validated, and frozen. Each setting lives in one table with its
@@ -90,6 +91,27 @@ export const storeSettings = {
       'A file holding the password instead (a Docker or Kubernetes secret); one trailing line break is dropped. Read at start-up, again on SIGHUP and when it changes on disk (looked at every 5 s; a Kubernetes symlink swap included): new connections need the new password, those already in stay. A reload that fails keeps the password in use. Not with STORE_PASSWORD.',
     parse: passwordFilePath,
   },
+  tlsCertFile: {
+    env: 'STORE_TLS_CERT_FILE',
+    default: '',
+    description:
+      'PEM certificate (leaf first, then intermediates): with STORE_TLS_KEY_FILE, STORE_PORT speaks TLS only (see Security). Read at start-up, again on SIGHUP and when it changes on disk (looked at every 5 s; a Kubernetes symlink swap included) with no connection dropped; a reload that fails keeps the certificate in use. Empty = plaintext.',
+    parse: pemFilePath,
+  },
+  tlsKeyFile: { env: 'STORE_TLS_KEY_FILE', default: '', description: 'PEM private key of STORE_TLS_CERT_FILE (unencrypted); reloaded with it.', parse: pemFilePath },
+  tlsCaFile: {
+    env: 'STORE_TLS_CA_FILE',
+    default: '',
+    description: 'PEM CA bundle that client certificates are checked against; needs STORE_TLS_CLIENT_AUTH. Reloaded with the certificate.',
+    parse: pemFilePath,
+  },
+  tlsClientAuth: {
+    env: 'STORE_TLS_CLIENT_AUTH',
+    default: 'none',
+    description:
+      '`require`: a client must present a certificate signed by STORE_TLS_CA_FILE; `optional`: one it presents must be, and one without is served; `none`: none asked for. The store\'s own readiness probe presents the store\'s certificate, so one restricted by extended key usage needs clientAuth too.',
+    parse: oneOf<ClientAuthMode>('none', 'optional', 'require'),
+  },
   snapshotRequired: {
     env: 'STORE_SNAPSHOT_REQUIRED',
     default: 'false',
@@ -155,6 +177,20 @@ export const backendSettings = {
     description: 'A file holding that password instead, read at start-up; one trailing line break is dropped. Not with KV_STORE_PASSWORD.',
     parse: passwordFilePath,
   },
+  storeTls: {
+    env: 'KV_STORE_TLS',
+    default: 'false',
+    description: '`true`: every connection to every store shard speaks TLS (the shards\' STORE_TLS_CERT_FILE), and checks the shard\'s certificate against KV_STORE_TLS_CA_FILE (else the system\'s CAs) and its name or address.',
+    parse: flag,
+  },
+  storeTlsCaFile: { env: 'KV_STORE_TLS_CA_FILE', default: '', description: 'PEM CA bundle the store shards\' certificates are checked against; empty = the system\'s CAs. Needs KV_STORE_TLS=true.', parse: pemFilePath },
+  storeTlsCertFile: {
+    env: 'KV_STORE_TLS_CERT_FILE',
+    default: '',
+    description: 'PEM client certificate presented to the shards (their STORE_TLS_CLIENT_AUTH), with KV_STORE_TLS_KEY_FILE. Both are read again for each new connection once they change on disk, so a rotated certificate is used by the next one.',
+    parse: pemFilePath,
+  },
+  storeTlsKeyFile: { env: 'KV_STORE_TLS_KEY_FILE', default: '', description: 'PEM private key of KV_STORE_TLS_CERT_FILE (unencrypted).', parse: pemFilePath },
   storeTimeoutMs: { env: 'STORE_TIMEOUT_MS', default: '1000', description: 'Time-out on every store command, in ms.', parse: integer(1, 600_000) },
   storePoolSize: { env: 'STORE_POOL_SIZE', default: '4', description: 'Persistent TCP connections the backend keeps to each store shard; requests are pipelined on them.', parse: integer(1, 256) },
   shardEjectAfter: {
@@ -189,8 +225,10 @@ type Parsed<S extends Record<string, Setting<unknown>>> = {
   readonly [K in keyof S]: S[K] extends Setting<infer T> ? T : never;
 };
 
-export type StoreConfig = Parsed<typeof storeSettings>;
-export type BackendConfig = Parsed<typeof backendSettings>;
+/** The store's settings, and its TLS as loadStoreConfig resolved it (files read, checked). */
+export type StoreConfig = Parsed<typeof storeSettings> & { readonly tls?: StoreTlsSettings | undefined };
+/** The backend's settings, and its TLS to the store shards as loadBackendConfig resolved it. */
+export type BackendConfig = Parsed<typeof backendSettings> & { readonly storeTlsFiles?: ClientTlsSettings | undefined };
 
 export function loadConfig<S extends Record<string, Setting<unknown>>>(settings: S, env: Env): Parsed<S> {
   const out: Record<string, unknown> = {};
@@ -229,10 +267,38 @@ export function backendTlsFilesOf(config: Pick<BackendConfig, 'tlsCertFile' | 't
   return { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, certEnv: backendSettings.tlsCertFile.env, keyEnv: backendSettings.tlsKeyFile.env };
 }
 
+/** The store's TLS in effect at start-up (its files read now), or undefined when it is off. */
+export function storeTlsOf(config: Pick<StoreConfig, 'tlsCertFile' | 'tlsKeyFile' | 'tlsCaFile' | 'tlsClientAuth'>) {
+  return resolveStoreTls({
+    certFile: config.tlsCertFile,
+    keyFile: config.tlsKeyFile,
+    caFile: config.tlsCaFile,
+    clientAuth: config.tlsClientAuth,
+    certEnv: storeSettings.tlsCertFile.env,
+    keyEnv: storeSettings.tlsKeyFile.env,
+    caEnv: storeSettings.tlsCaFile.env,
+    clientAuthEnv: storeSettings.tlsClientAuth.env,
+  });
+}
+
+/** A client's TLS to the store shards (the backend's, kv's), or undefined when KV_STORE_TLS is off. */
+export function clientTlsOf(config: Pick<BackendConfig, 'storeTls' | 'storeTlsCaFile' | 'storeTlsCertFile' | 'storeTlsKeyFile'>) {
+  return resolveClientTls({
+    tls: config.storeTls,
+    caFile: config.storeTlsCaFile,
+    certFile: config.storeTlsCertFile,
+    keyFile: config.storeTlsKeyFile,
+    tlsEnv: backendSettings.storeTls.env,
+    caEnv: backendSettings.storeTlsCaFile.env,
+    certEnv: backendSettings.storeTlsCertFile.env,
+    keyEnv: backendSettings.storeTlsKeyFile.env,
+  });
+}
+
 export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}): StoreConfig {
   const loaded = { ...loadConfig(storeSettings, env), ...overrides };
-  // The file is read once here, so a missing or unusable one stops the start.
-  const config = Object.freeze({ ...loaded, password: storePasswordOf(loaded) });
+  // The files are read once here, so a missing or unusable one stops the start.
+  const config = Object.freeze({ ...loaded, password: storePasswordOf(loaded), tls: storeTlsOf(loaded) });
   checkDistinctPorts(config.port, storeSettings.port.env, config.metricsPort, storeSettings.metricsPort.env);
   if (config.snapshotIntervalS > 0 && config.snapshotPath === '') {
     throw new ConfigError(`${storeSettings.snapshotIntervalS.env}=${config.snapshotIntervalS} is invalid: it needs ${storeSettings.snapshotPath.env} (where to write)`);
@@ -242,7 +308,7 @@ export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}):
 
 export function loadBackendConfig(env: Env, overrides: Partial<BackendConfig> = {}): BackendConfig {
   const loaded = { ...loadConfig(backendSettings, env), ...overrides };
-  const config = Object.freeze({ ...loaded, storePassword: clientPasswordOf(loaded) });
+  const config = Object.freeze({ ...loaded, storePassword: clientPasswordOf(loaded), storeTlsFiles: clientTlsOf(loaded) });
   checkDistinctPorts(config.port, backendSettings.port.env, config.metricsPort, backendSettings.metricsPort.env);
   // Read once here so an unusable file stops the start; the service reads it again to serve.
   if (config.tokensFile !== '') readTokensFile(config.tokensFile, backendSettings.tokensFile.env);
