@@ -8,4 +8,5 @@ export { ShardedStore, type ShardedStoreOptions, type Shard, type ShardAddress }
 export { defaultReconnectStrategy, type ReconnectStrategy } from './store-socket.ts';
 export { parseStoreUrl, formatStoreUrl, DEFAULT_STORE_PORT, type StoreUrlOptions } from './store-url.ts';
 export { Secret } from '../shared/secret.ts';
+export { TlsFileSource, TlsMaterialSource, type ClientTls, type StoreTlsConnectOptions } from './client-tls.ts';
 export * from './errors.ts';

@@ -7,6 +7,7 @@ import { CommandPipeline } from './command-pipeline.ts';
 import { AUTHENTICATION_REQUIRED_REFUSAL, MAX_CONNECTIONS_REFUSAL, StoreAuthError, StoreMaxConnectionsError, StoreProtocolError, StoreTimeoutError, StoreUnavailableError } from './errors.ts';
 import { StoreCommands, type Payload } from './store-commands.ts';
 import { StoreSocket, type ConnectionState, type ReconnectStrategy } from './store-socket.ts';
+import type { ClientTls } from './client-tls.ts';
 
 export type { ConnectionState } from './store-socket.ts';
 
@@ -38,6 +39,8 @@ export interface StoreConnectionOptions {
   readonly password?: Secret | undefined;
   /** Told each time the store refuses the password (or wants one this connection has not got). */
   readonly onAuthFailure?: (err: StoreAuthError) => void;
+  /** Speak TLS to the store (KV_STORE_TLS): every socket's handshake comes before its AUTH and any command. */
+  readonly tls?: ClientTls | undefined;
 }
 
 /**
@@ -103,6 +106,7 @@ export class StoreConnection extends StoreCommands {
         reconnectStrategy: options.reconnectStrategy,
         onSocket: options.onSocket,
         onStateChange: options.onStateChange,
+        tls: options.tls,
       },
       {
         opened: () => this.#onOpened(),

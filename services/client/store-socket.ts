@@ -1,4 +1,6 @@
 import { connect, type LookupFunction, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { ClientTls } from './client-tls.ts';
 import { StoreUnavailableError } from './errors.ts';
 
 export type ConnectionState = 'idle' | 'connecting' | 'connected' | 'disconnected' | 'closed';
@@ -24,6 +26,22 @@ export interface StoreSocketOptions {
   readonly onSocket?: (socket: Socket) => void;
   /** Told of every change of `state`. */
   readonly onStateChange?: (state: ConnectionState) => void;
+  /** Speak TLS (KV_STORE_TLS): the handshake is part of the connect, with options asked for at each one. */
+  readonly tls?: ClientTls | undefined;
+}
+
+/**
+ * A TLS error on a connection to the store, said so that a client pointed at a plaintext
+ * port (or a store with TLS and a client without) knows what to change.
+ */
+function tlsErrorMessage(target: string, err: Error & { code?: string; reason?: string }): string {
+  const code = err.code ?? '';
+  // OpenSSL's errors carry a short reason; their message is its whole error stack.
+  const why = err.reason ?? err.message;
+  if (/WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG|RECORD_LENGTH|UNKNOWN_PROTOCOL/.test(code)) {
+    return `store ${target}: TLS handshake failed (${why}): the port does not speak TLS (is STORE_TLS_CERT_FILE set on the store?)`;
+  }
+  return `store ${target}: TLS handshake failed: ${why}`;
 }
 
 /** What the socket tells its owner (the pipeline of StoreConnection). */
@@ -86,8 +104,12 @@ export class StoreSocket {
     if (this.#opening) return this.#opening.promise;
     clearTimeout(this.#reconnectTimer);
     this.#setState('connecting');
-    const { host, port, lookup, connectTimeoutMs, keepAliveMs, onSocket } = this.#options;
-    const socket = connect({ host, port, noDelay: true, ...(lookup ? { lookup } : {}) });
+    const { host, port, lookup, connectTimeoutMs, keepAliveMs, onSocket, tls } = this.#options;
+    const target = `${host}:${port}`;
+    const socket =
+      tls === undefined
+        ? connect({ host, port, noDelay: true, ...(lookup ? { lookup } : {}) })
+        : tlsConnect({ host, port, ...(lookup ? { lookup } : {}), ...tls.connectOptions() }).setNoDelay(true);
     this.#socket = socket;
     onSocket?.(socket);
     let resolve!: () => void;
@@ -99,10 +121,19 @@ export class StoreSocket {
     promise.catch(() => {}); // a caller that does not wait still gets the failure through gone()
     this.#opening = { promise, resolve };
 
+    // With TLS the connect ends with the handshake; a TCP connection that gets no handshake
+    // is most likely a plaintext port waiting for a line.
+    let tcpConnected = false;
+    if (tls !== undefined) socket.once('connect', () => (tcpConnected = true));
     const connectTimer = setTimeout(() => {
-      socket.destroy(new StoreUnavailableError(`connect to ${host}:${port} timed out after ${connectTimeoutMs} ms`));
+      const message = tcpConnected
+        ? `TLS handshake with store ${target} got no answer within ${connectTimeoutMs} ms: does the port speak TLS (is STORE_TLS_CERT_FILE set on the store)?`
+        : `connect to ${target} timed out after ${connectTimeoutMs} ms`;
+      socket.destroy(new StoreUnavailableError(message));
     }, connectTimeoutMs);
-    socket.once('connect', () => {
+    let secured = false;
+    socket.once(tls === undefined ? 'connect' : 'secureConnect', () => {
+      secured = true;
       clearTimeout(connectTimer);
       if (this.#socket !== socket) return;
       socket.setKeepAlive(true, keepAliveMs ?? 30_000);
@@ -111,7 +142,9 @@ export class StoreSocket {
     socket.on('data', (chunk: Buffer) => this.#handlers.data(chunk));
     socket.on('drain', () => this.#handlers.drain());
     socket.on('error', (err) => {
-      this.#lastError = err instanceof StoreUnavailableError ? err : new StoreUnavailableError(`store ${host}:${port}: ${err.message}`);
+      // An error between the TCP connect and the end of the handshake is the handshake's.
+      const inHandshake = tls !== undefined && tcpConnected && !secured;
+      this.#lastError = err instanceof StoreUnavailableError ? err : new StoreUnavailableError(inHandshake ? tlsErrorMessage(target, err) : `store ${target}: ${err.message}`);
     });
     socket.on('close', () => {
       clearTimeout(connectTimer);
