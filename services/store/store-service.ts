@@ -26,6 +26,9 @@ import { chooseSocketIo } from './network/native-io.ts';
 import { PasswordCheck } from './network/password-check.ts';
 import { PasswordFile } from './password-file.ts';
 import { STORE_READY } from '../shared/ready-line.ts';
+import { TlsMaterialSource } from '../client/client-tls.ts';
+import { secureContextOf, StoreTls } from './store-tls.ts';
+import { registerTlsMetrics, TlsMetrics } from './tls-metrics.ts';
 
 export interface StoreDeps {
   readonly logger: Logger;
@@ -55,8 +58,10 @@ export interface StoreDeps {
    * from the process's start. Omitted (a store in a test's process), from this call.
    */
   readonly modulesLoadedMs?: number;
-  /** How often STORE_PASSWORD_FILE is looked at for a change (default PASSWORD_POLL_MS); a test sets a few ms. */
+  /** How often STORE_PASSWORD_FILE is looked at for a change (default SECRET_FILE_POLL_MS); a test sets a few ms. */
   readonly passwordPollMs?: number;
+  /** How often the TLS certificate, key and CA are looked at for a change (default SECRET_FILE_POLL_MS); a test sets a few ms. */
+  readonly tlsPollMs?: number;
 }
 
 /** Where a store's start-up went, in ms: its ready line's `startup` field. */
@@ -84,7 +89,9 @@ export interface StoreService {
   readonly background: BackgroundWork;
   /** Periodic snapshots, when STORE_SNAPSHOT_INTERVAL_S > 0 (runNow() starts one at once). */
   readonly periodicSnapshots: PeriodicSnapshots | undefined;
-  /** SIGHUP: reads STORE_PASSWORD_FILE again (connections stay, authenticated ones too). */
+  /** The store's TLS counts (undefined without TLS). */
+  readonly tlsMetrics: TlsMetrics | undefined;
+  /** SIGHUP: reads STORE_PASSWORD_FILE and the TLS files again (connections stay, authenticated ones too). */
   reload(): void;
   /** Graceful: stop accepting, answer what was received, end every socket, close the admin port. */
   close(): Promise<void>;
@@ -181,6 +188,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     arenaPages: threadPages,
     nativeIo: socketIo !== undefined,
   });
+  const tlsSettings = config.tls;
+  const tlsMetrics = tlsSettings === undefined ? undefined : new TlsMetrics();
+  if (tlsMetrics !== undefined) registerTlsMetrics(registry, tlsMetrics);
   server = new StoreServer({
     engine,
     metrics,
@@ -196,8 +206,23 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     turnBudgetMs: deps.turnBudgetMs,
     socketIo,
     password: passwordCheck,
+    tls: tlsSettings && { context: secureContextOf(tlsSettings.material), clientAuth: tlsSettings.clientAuth, metrics: tlsMetrics! },
   });
   const tcp = server;
+  const storeTls =
+    tlsSettings === undefined
+      ? undefined
+      : new StoreTls({ settings: tlsSettings, logger, metrics: tlsMetrics!, apply: (context) => tcp.setSecureContext(context), pollMs: deps.tlsPollMs });
+  // The probe reaches the store's own listener at its bound address, which the certificate
+  // need not name: it checks no server identity, and presents the store's own certificate
+  // (the one in use) where client certificates are asked for (SPEC §8).
+  const probeTls =
+    storeTls === undefined
+      ? undefined
+      : new TlsMaterialSource(() => {
+          const m = storeTls.material;
+          return { rejectUnauthorized: false, ...(tlsSettings!.clientAuth === 'none' ? {} : { cert: m.cert, key: m.key?.reveal() }) };
+        });
 
   let closing = false;
   let port = 0;
@@ -209,7 +234,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const probe = (): Promise<number> =>
     closing
       ? Promise.reject(new Error('shutting down'))
-      : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket, password: config.password });
+      : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket, password: config.password, tls: probeTls });
   const admin = createServer(createAdminApp({ registry, probe }));
 
   let metricsPort: number;
@@ -223,6 +248,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       throw bindError(err, { ...hostSetting, portEnv: storeSettings.metricsPort.env, port: config.metricsPort });
     });
   } catch (err) {
+    storeTls?.close();
     tcp.destroy();
     admin.close();
     void pageSource.close();
@@ -283,6 +309,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       snapshotIntervalS: config.snapshotIntervalS,
       snapshotRequired: config.snapshotRequired,
       passwordRequired: config.password !== undefined,
+      tls: tlsSettings !== undefined,
+      tlsClientAuth: tlsSettings?.clientAuth,
       keys: engine.keyCount,
       warmupCommands: warmup.commands,
       warmupMs: Math.round(warmup.ms),
@@ -309,14 +337,17 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     server: tcp,
     background,
     periodicSnapshots,
+    tlsMetrics,
     reload() {
-      if (passwordFile) passwordFile.reload('SIGHUP');
-      else logger.info('nothing to reload: no STORE_PASSWORD_FILE');
+      passwordFile?.reload('SIGHUP');
+      storeTls?.reload('SIGHUP');
+      if (!passwordFile && !storeTls) logger.info('nothing to reload: no STORE_PASSWORD_FILE nor STORE_TLS_CERT_FILE');
     },
     close() {
       closed ??= (async () => {
         closing = true;
         passwordFile?.close();
+        storeTls?.close();
         background.stop();
         logger.info({ connections: tcp.connectionCount }, 'kvstore shutting down');
         try {
@@ -337,6 +368,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       if (destroyed) return;
       destroyed = closing = true;
       passwordFile?.close();
+      storeTls?.close();
       background.stop();
       void periodicSnapshots?.stop();
       tcp.destroy();

@@ -1,5 +1,15 @@
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { track } from './cleanup.ts';
+
+/**
+ * TLS for every LineClient.connect of this process (the TLS run of the store suites,
+ * TEST_STORE_TLS=1: the harness starts its stores with TLS and sets this).
+ */
+let defaultTls: ConnectionOptions | undefined;
+export function connectOverTls(options: ConnectionOptions | undefined): void {
+  defaultTls = options;
+}
 
 /**
  * A raw line-protocol client for store tests: sends bytes exactly as given and hands
@@ -34,11 +44,23 @@ export class LineClient {
   }
 
   static connect(port: number, host = '127.0.0.1'): Promise<LineClient> {
+    if (defaultTls !== undefined) return LineClient.connectTls(port, defaultTls, host);
     return new Promise((resolve, reject) => {
       const socket = connect({ port, host });
       const client = track(new LineClient(socket));
       socket.once('connect', () => resolve(client));
       socket.once('error', reject);
+    });
+  }
+
+  /** Over TLS: resolves once the handshake is done (rejects when it fails). */
+  static connectTls(port: number, options: ConnectionOptions, host = '127.0.0.1'): Promise<LineClient> {
+    return new Promise((resolve, reject) => {
+      const socket = tlsConnect({ port, host, ...options });
+      const client = track(new LineClient(socket));
+      socket.once('secureConnect', () => resolve(client));
+      socket.once('error', reject);
+      socket.once('close', () => reject(new Error('closed before the TLS handshake ended')));
     });
   }
 

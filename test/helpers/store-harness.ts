@@ -3,7 +3,21 @@ import { loadStoreConfig, type StoreConfig } from '../../services/config/config.
 import { createLogger } from '../../services/shared/logger.ts';
 import { startStoreService, type StoreDeps, type StoreService } from '../../services/store/store-service.ts';
 import { track } from './cleanup.ts';
-import { LineClient } from './line-client.ts';
+import { connectOverTls, LineClient } from './line-client.ts';
+import { pem, tlsFixture } from './tls-certs.ts';
+
+/**
+ * The TLS run of the store suites (TEST_STORE_TLS=1, vitest.config.ts): every store the
+ * harness starts speaks TLS with the test CA's certificate, and every LineClient connects
+ * over TLS; what a suite asserts about the protocol must hold there too.
+ */
+const overTls = process.env.TEST_STORE_TLS === '1';
+function tlsOverrides(): Partial<StoreConfig> {
+  if (!overTls) return {};
+  const f = tlsFixture();
+  connectOverTls({ ca: pem(f.ca) });
+  return { tlsCertFile: f.server.cert, tlsKeyFile: f.server.key };
+}
 
 /** A clock the test moves by hand: TTLs are tested without sleeping. */
 export class ManualClock {
@@ -35,7 +49,7 @@ export async function startTestStore(overrides: Partial<StoreConfig> = {}, deps:
   // No warm-up unless a test asks for one: it adds ~0.15 s to each of the suite's many stores.
   // The store suites run twice (vitest.config.ts): with the native socket I/O where it is built, and through Node's.
   const nativeIo = (process.env.TEST_STORE_NATIVE_IO as StoreConfig['nativeIo'] | undefined) ?? 'auto';
-  const config = loadStoreConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, warmupKeys: 0, nativeIo, ...overrides });
+  const config = loadStoreConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, warmupKeys: 0, nativeIo, ...tlsOverrides(), ...overrides });
   const logs: Record<string, unknown>[] = [];
   const destination: DestinationStream = { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) };
   const logger = createLogger({ name: 'kvstore', level: config.logLevel, destination });

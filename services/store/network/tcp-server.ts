@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
+import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import { MAX_CONNECTIONS_REPLY, statsReply } from '../../protocol/replies.ts';
 import { listen } from '../../shared/listen.ts';
 import type { Logger } from '../../shared/logger.ts';
@@ -13,6 +14,7 @@ import { TURN_BUDGET, type StoreMetrics } from '../store-metrics.ts';
 import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 import type { PasswordCheck } from './password-check.ts';
+import { createTlsListener, type TlsListenerOptions } from './tls-listener.ts';
 
 export type { ConnectionFlow } from './served-connection.ts';
 
@@ -39,6 +41,12 @@ export interface StoreServerOptions {
   readonly socketIo?: SocketIo | undefined;
   /** The password a connection must send with AUTH first (SPEC §8); none by default. */
   readonly password?: PasswordCheck;
+  /**
+   * TLS on the port (SPEC §8): the port then speaks TLS only, through Node's TLS stack;
+   * its connections are read by Node's stream (never the native poller nor the shared
+   * buffer, which see only ciphertext) and served as every other.
+   */
+  readonly tls?: TlsListenerOptions | undefined;
 }
 
 /**
@@ -97,7 +105,10 @@ export class StoreServer {
     // sent are written (they may be held back); ServedConnection ends it.
     // pauseOnConnect: an accepted socket must not read before its handle moves to the
     // socket that reads into the shared buffer (see SharedReadBuffer).
-    this.server = createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.#accept(socket));
+    this.server =
+      options.tls === undefined
+        ? createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.#accept(socket))
+        : createTlsListener(options.tls, options.logger, (socket) => this.#accept(socket), (raw) => this.#track(raw));
     this.server.on('error', (err) => options.logger.error({ err }, 'store listener error'));
     const period = sweepPeriodMs(options.idleTimeoutMs, options.outputStallTimeoutMs);
     if (period !== undefined) {
@@ -114,6 +125,12 @@ export class StoreServer {
   connectionFlows(): ConnectionFlow[] {
     const { idleTimeoutMs } = this.options;
     return [...this.#connections].map((c) => ({ ...c.flow, idleTimeoutMs }));
+  }
+
+  /** New certificate, key and CA for the connections accepted from now on (TLS only; those open keep theirs). */
+  setSecureContext(context: SecureContextOptions): void {
+    if (this.options.tls === undefined) throw new Error('the store does not speak TLS');
+    (this.server as TlsServer).setSecureContext(context);
   }
 
   listen(port: number, host: string): Promise<number> {
@@ -146,14 +163,20 @@ export class StoreServer {
    * Node's stream with a buffer per read ('data').
    */
   #readerOf(accepted: Socket, receive: ReadReceiver): { readonly socket: Socket; readonly reads: ConnectionReads } {
+    if (this.options.tls !== undefined) return this.#streamReads(accepted, receive);
     const polled = this.#nativeReads?.adopt(accepted, receive);
     if (polled !== undefined) return { socket: accepted, reads: { shared: true, native: true, switch: polled } };
     const adopted = this.#reads.adopt(accepted, receive, { allowHalfOpen: true });
     if (adopted !== undefined) return { socket: adopted, reads: { shared: true, native: false, switch: new StreamReadSwitch(adopted) } };
-    const socket = accepted.resume();
-    socket.on('data', (chunk: Buffer) => receive(chunk, chunk.length));
     if (!this.#warnedReads) this.options.logger.warn({ node: process.version }, 'shared read buffer unavailable on this Node version: reading with a buffer per read');
     this.#warnedReads = true;
+    return this.#streamReads(accepted, receive);
+  }
+
+  /** Node's stream reads the socket, a buffer per read ('data'): a TLS socket's decrypted input. */
+  #streamReads(accepted: Socket, receive: ReadReceiver): { readonly socket: Socket; readonly reads: ConnectionReads } {
+    const socket = accepted.resume();
+    socket.on('data', (chunk: Buffer) => receive(chunk, chunk.length));
     return { socket, reads: { shared: false, native: false, switch: new StreamReadSwitch(socket) } };
   }
 
