@@ -1,3 +1,4 @@
+import { TlsFileSource } from '../client/client-tls.ts';
 import { createServer } from 'node:http';
 import type { Registry } from 'prom-client';
 import { ShardedStore, type ShardAddress } from '../client/sharded-store.ts';
@@ -112,6 +113,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       maxReplyBytes: replyLineBound(config.maxValueBytes),
       lookup: resolver?.connectLookup,
       password: config.storePassword,
+      tls: config.storeTlsFiles && new TlsFileSource(config.storeTlsFiles.files),
     },
     ejectAfter: config.shardEjectAfter,
     retryMs: config.shardRetryMs,
@@ -259,6 +261,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
       ...(discovered ? { storeRefreshMs: config.storeRefreshMs, storeDnsServer: config.storeDnsServer && addressName(config.storeDnsServer.host, config.storeDnsServer.port) } : {}),
       poolSize: config.storePoolSize,
       storePassword: config.storePassword !== undefined,
+      storeTls: config.storeTlsFiles !== undefined,
       tokens: security.auth !== undefined,
       https: security.https,
       storeTimeoutMs: config.storeTimeoutMs,

@@ -7,6 +7,12 @@ export interface GlobalOptions {
   port?: string;
   /** A file holding the store's password (overrides KV_STORE_PASSWORD and KV_STORE_PASSWORD_FILE). */
   passwordFile?: string;
+  /** --tls: speak TLS to the store (as KV_STORE_TLS=true). */
+  tls?: boolean;
+  /** --tls-ca-file, --tls-cert-file, --tls-key-file (override KV_STORE_TLS_*_FILE; each implies --tls). */
+  tlsCaFile?: string;
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
   /** Time-out per command in ms (undefined: the command's default). */
   timeoutMs: number | undefined;
   json: boolean;
@@ -23,8 +29,8 @@ export interface ParsedArgs {
 
 export const DEFAULT_TIMEOUT_MS = 2000;
 
-const WITH_VALUE = new Set(['--store', '--host', '--port', '--timeout', '--password-file']);
-const FLAGS = new Set(['--json', '--help']);
+const WITH_VALUE = new Set(['--store', '--host', '--port', '--timeout', '--password-file', '--tls-ca-file', '--tls-cert-file', '--tls-key-file']);
+const FLAGS = new Set(['--json', '--help', '--tls']);
 
 function parseTimeout(raw: string): number {
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 600_000) {
@@ -61,6 +67,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       if (FLAGS.has(name)) {
         if (name !== arg) throw new UsageError(`${name} takes no value`);
         if (name === '--json') options.json = true;
+        else if (name === '--tls') options.tls = true;
         else options.help = true;
         continue;
       }
@@ -72,6 +79,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       else if (name === '--host') options.host = value;
       else if (name === '--port') options.port = value;
       else if (name === '--password-file') options.passwordFile = value;
+      else if (name === '--tls-ca-file') options.tlsCaFile = value;
+      else if (name === '--tls-cert-file') options.tlsCertFile = value;
+      else if (name === '--tls-key-file') options.tlsKeyFile = value;
       else options.timeoutMs = parseTimeout(value);
       continue;
     }

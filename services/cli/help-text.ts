@@ -27,6 +27,11 @@ Options (before or after the command; \`--\` ends them):
                      AUTH on every connection; overrides KV_STORE_PASSWORD(_FILE). There is no
                      option taking the password itself: a command line is visible to every
                      user of the machine (ps) and stays in the shell's history
+  --tls              speak TLS to the store (its STORE_TLS_CERT_FILE); overrides KV_STORE_TLS
+  --tls-ca-file <path>    PEM CA bundle the store's certificate is checked against (default:
+                     the system's CAs); overrides KV_STORE_TLS_CA_FILE. Implies --tls, as do:
+  --tls-cert-file <path>  PEM client certificate (a store with STORE_TLS_CLIENT_AUTH), with
+  --tls-key-file <path>   its key; override KV_STORE_TLS_CERT_FILE and KV_STORE_TLS_KEY_FILE
   --timeout <ms>     time-out per command, connecting included (default ${DEFAULT_TIMEOUT_MS})
   --json             print one JSON object per reply on stdout
   --help             this text
@@ -43,6 +48,8 @@ Environment:
                      target host) or dns+<host>:<port> (A/AAAA records, one per address),
                      looked up once; finding none is an error (exit 2).
   KV_STORE_DNS_SERVER  host:port of the DNS server for discovery (default: the system's).
+  KV_STORE_TLS=true  TLS to every shard, with KV_STORE_TLS_CA_FILE, KV_STORE_TLS_CERT_FILE and
+                     KV_STORE_TLS_KEY_FILE as the backend reads them.
 
 Exit status:
   0 success, 1 not found (get, ttl, expire), 2 error: bad arguments, store unreachable,

@@ -2,6 +2,7 @@ import type { LookupFunction } from 'node:net';
 import { StoreUnavailableError } from '../client/errors.ts';
 import { commandsRoutedBy } from '../protocol/command-table.ts';
 import { StoreConnection } from '../client/store-connection.ts';
+import type { ClientTls } from '../client/client-tls.ts';
 import type { Secret } from '../shared/secret.ts';
 import { ShardRing } from '../ring/shard-ring.ts';
 import type { StoreShard } from '../config/store-list.ts';
@@ -29,12 +30,12 @@ export class ReplShards {
   readonly #ring: ShardRing<StoreShard>;
   readonly #byName = new Map<string, ShardLink>();
 
-  constructor(shards: readonly StoreShard[], timeoutMs: number, singleLabel: string, lookup?: LookupFunction, password?: Secret) {
+  constructor(shards: readonly StoreShard[], timeoutMs: number, singleLabel: string, lookup?: LookupFunction, password?: Secret, tls?: ClientTls) {
     this.#ring = new ShardRing(shards);
     this.links = shards.map((shard) => ({
       shard,
       label: shards.length === 1 ? singleLabel : shard.name,
-      conn: new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs, reconnect: false, password }),
+      conn: new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs, reconnect: false, password, tls }),
       everConnected: false,
     }));
     for (const link of this.links) this.#byName.set(link.shard.name, link);

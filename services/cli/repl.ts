@@ -10,6 +10,7 @@ import { displayReply } from './reply-display.ts';
 import { errorJson, replyLineJson } from './reply-json.ts';
 import { ReplShards, type ShardLink } from './repl-shards.ts';
 import { resolveCliPassword } from './store-password.ts';
+import { resolveCliTls } from './store-tls.ts';
 import { findStoreTargets, formatAddress } from './store-address.ts';
 
 const PROTOCOL_COMMANDS = COMMAND_TABLE.map((c) => c.name);
@@ -41,7 +42,8 @@ export const completeCommand: Completer = (line: string) => {
 export async function runRepl(options: GlobalOptions, io: CliIo): Promise<ExitStatus> {
   const { shards: storeList, lookup } = await findStoreTargets(io.env, options);
   const password = resolveCliPassword(io.env, options.passwordFile);
-  const shards = new ReplShards(storeList, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, formatAddress(storeList[0]!), lookup, password);
+  const tls = resolveCliTls(io.env, options);
+  const shards = new ReplShards(storeList, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, formatAddress(storeList[0]!), lookup, password, tls);
   const everyLabel = `${storeList.length} shards`;
   const startLabel = storeList.length === 1 ? shards.links[0]!.label : everyLabel;
   const interactive = Boolean(io.stdin.isTTY);

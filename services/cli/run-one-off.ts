@@ -10,6 +10,7 @@ import { combineShardOutcomes, type ShardResult } from './shard-outcomes.ts';
 import { findStoreTargets, type StoreTargets } from './store-address.ts';
 import { UsageError } from './usage-error.ts';
 import { resolveCliPassword } from './store-password.ts';
+import { resolveCliTls } from './store-tls.ts';
 
 /**
  * Runs one command and prints the reply; returns the exit status. With one store, or a
@@ -20,8 +21,9 @@ export async function runOneOff(name: string, args: readonly string[], options: 
   const connections: StoreConnection[] = [];
   let lookup: StoreTargets['lookup'];
   let password: ReturnType<typeof resolveCliPassword>;
+  let tls: ReturnType<typeof resolveCliTls>;
   const open = (shard: StoreShard) => {
-    const conn = new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false, password });
+    const conn = new StoreConnection({ host: shard.host, port: shard.port, lookup, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, reconnect: false, password, tls });
     connections.push(conn);
     return conn;
   };
@@ -32,6 +34,7 @@ export async function runOneOff(name: string, args: readonly string[], options: 
       throw new UsageError(`wrong number of arguments for ${cmd.name}\nusage: kv ${cmd.synopsis}`);
     }
     password = resolveCliPassword(io.env, options.passwordFile);
+    tls = resolveCliTls(io.env, options);
     const targets = await findStoreTargets(io.env, options);
     const shards = targets.shards;
     lookup = targets.lookup;
