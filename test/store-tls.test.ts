@@ -248,7 +248,7 @@ describe('store TLS: reloads', () => {
     store.service.reload();
     store.service.reload();
     expect(store.service.tlsMetrics!.reloadFailures).toBe(3);
-    const failures = logged(store, 'store TLS reload failed');
+    const failures = logged(store, 'store TLS certificate, key and CA reload failed');
     expect(failures).toHaveLength(1);
     expect(failures[0]!.err).toMatch(/STORE_TLS_KEY_FILE=.* is invalid: the key does not match the certificate of STORE_TLS_CERT_FILE/);
     expect(await presentedCn(store.port)).toBe('kvstore');

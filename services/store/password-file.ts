@@ -1,7 +1,8 @@
 import { readPasswordFile } from '../config/password-settings.ts';
 import type { Logger } from '../shared/logger.ts';
+import type { Secret } from '../shared/secret.ts';
+import { WatchedFiles, type ReloadReason } from '../shared/watched-files.ts';
 import type { PasswordCheck } from './network/password-check.ts';
-import { ReloadFailureLog, WatchedFiles, type ReloadReason } from './watched-files.ts';
 
 export interface PasswordFileOptions {
   readonly path: string;
@@ -11,7 +12,7 @@ export interface PasswordFileOptions {
   readonly logger: Logger;
   /** Told of each reload that failed (kvstore_password_reload_failures_total). */
   readonly onFailure: () => void;
-  /** How often the file is looked at (default SECRET_FILE_POLL_MS). */
+  /** How often the file is looked at (default WATCH_POLL_MS). */
   readonly pollMs?: number;
 }
 
@@ -23,32 +24,24 @@ export interface PasswordFileOptions {
  * and is logged once until a reload succeeds.
  */
 export class PasswordFile {
-  readonly #options: PasswordFileOptions;
-  readonly #watch: WatchedFiles;
-  readonly #failures: ReloadFailureLog;
+  readonly #watch: WatchedFiles<Secret>;
 
-  constructor(options: PasswordFileOptions) {
-    this.#options = options;
-    this.#failures = new ReloadFailureLog(options.logger, 'store password reload failed: the current password stays in use');
-    this.#watch = new WatchedFiles([options.path], () => this.reload('file changed'), options.pollMs);
+  constructor({ path, env, check, logger, onFailure, pollMs }: PasswordFileOptions) {
+    this.#watch = new WatchedFiles({
+      what: 'store password',
+      paths: [path],
+      load: () => readPasswordFile(path, env),
+      // Whether it changed, never the password: new connections must send the new one.
+      apply: (password) => ({ path, changed: check.replace(password) }),
+      logger,
+      onFailure,
+      pollMs,
+    });
   }
 
   /** Reads the file again; true when it now holds a usable password (the one in use from now on). */
   reload(reason: ReloadReason): boolean {
-    const { path, env, check, logger, onFailure } = this.#options;
-    this.#watch.stamp();
-    let password;
-    try {
-      password = readPasswordFile(path, env);
-    } catch (err) {
-      onFailure();
-      this.#failures.failed(reason, err instanceof Error ? err.message : String(err));
-      return false;
-    }
-    this.#failures.succeeded();
-    const changed = check.replace(password);
-    logger.info({ reason, path, changed }, changed ? 'store password reloaded: new connections must send the new one' : 'store password file read again: unchanged');
-    return true;
+    return this.#watch.reload(reason);
   }
 
   close(): void {

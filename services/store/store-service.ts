@@ -58,9 +58,9 @@ export interface StoreDeps {
    * from the process's start. Omitted (a store in a test's process), from this call.
    */
   readonly modulesLoadedMs?: number;
-  /** How often STORE_PASSWORD_FILE is looked at for a change (default SECRET_FILE_POLL_MS); a test sets a few ms. */
+  /** How often STORE_PASSWORD_FILE is looked at for a change (default WATCH_POLL_MS); a test sets a few ms. */
   readonly passwordPollMs?: number;
-  /** How often the TLS certificate, key and CA are looked at for a change (default SECRET_FILE_POLL_MS); a test sets a few ms. */
+  /** How often the TLS certificate, key and CA are looked at for a change (default WATCH_POLL_MS); a test sets a few ms. */
   readonly tlsPollMs?: number;
 }
 

@@ -2,7 +2,7 @@ import type { SecureContextOptions } from 'node:tls';
 import { readTlsMaterial, type StoreTlsSettings, type TlsMaterial } from '../config/tls-settings.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { TlsMetrics } from './tls-metrics.ts';
-import { ReloadFailureLog, WatchedFiles, type ReloadReason } from './watched-files.ts';
+import { WatchedFiles, type ReloadReason } from '../shared/watched-files.ts';
 
 /** A secure context's options for `material`: what the listener presents and trusts. */
 export function secureContextOf(material: TlsMaterial): SecureContextOptions {
@@ -15,7 +15,7 @@ export interface StoreTlsOptions {
   readonly metrics: TlsMetrics;
   /** Puts new material in use for the connections accepted from now on (server.setSecureContext). */
   readonly apply: (context: SecureContextOptions) => void;
-  /** How often the files are looked at (default SECRET_FILE_POLL_MS). */
+  /** How often the files are looked at (default WATCH_POLL_MS). */
   readonly pollMs?: number;
 }
 
@@ -28,19 +28,28 @@ export interface StoreTlsOptions {
  * counted in kvstore_tls_reload_failures_total and logged once until a reload succeeds.
  */
 export class StoreTls {
-  readonly #options: StoreTlsOptions;
-  readonly #watch: WatchedFiles;
-  readonly #failures: ReloadFailureLog;
+  readonly #watch: WatchedFiles<TlsMaterial>;
   #material: TlsMaterial;
 
-  constructor(options: StoreTlsOptions) {
-    this.#options = options;
-    this.#material = options.settings.material;
-    options.metrics.certExpiresAt = this.#material.certExpiresAt ?? 0;
-    this.#failures = new ReloadFailureLog(options.logger, 'store TLS reload failed: the certificate, key and CA in use stay');
-    const { cert, key, ca } = options.settings.files;
-    const paths = [cert, key, ca].filter((f) => f !== undefined).map((f) => f.path);
-    this.#watch = new WatchedFiles(paths, () => this.reload('file changed'), options.pollMs);
+  constructor({ settings, logger, metrics, apply, pollMs }: StoreTlsOptions) {
+    this.#material = settings.material;
+    metrics.certExpiresAt = this.#material.certExpiresAt ?? 0;
+    const { cert, key, ca } = settings.files;
+    this.#watch = new WatchedFiles({
+      what: 'store TLS certificate, key and CA',
+      paths: [cert, key, ca].filter((f) => f !== undefined).map((f) => f.path),
+      load: () => readTlsMaterial(settings.files),
+      apply: (material) => {
+        apply(secureContextOf(material));
+        this.#material = material;
+        metrics.certExpiresAt = material.certExpiresAt ?? 0;
+        const expires = material.certExpiresAt === undefined ? undefined : new Date(material.certExpiresAt * 1000).toISOString();
+        return { certFile: cert?.path, expires };
+      },
+      logger,
+      onFailure: () => metrics.reloadFailures++,
+      pollMs,
+    });
   }
 
   /** The material in use (the store's own readiness probe presents its certificate). */
@@ -50,23 +59,7 @@ export class StoreTls {
 
   /** Reads the files again; true when their material is now in use. */
   reload(reason: ReloadReason): boolean {
-    const { settings, logger, metrics, apply } = this.#options;
-    this.#watch.stamp();
-    let material: TlsMaterial;
-    try {
-      material = readTlsMaterial(settings.files);
-      apply(secureContextOf(material));
-    } catch (err) {
-      metrics.reloadFailures++;
-      this.#failures.failed(reason, err instanceof Error ? err.message : String(err));
-      return false;
-    }
-    this.#failures.succeeded();
-    this.#material = material;
-    metrics.certExpiresAt = material.certExpiresAt ?? 0;
-    const expires = material.certExpiresAt === undefined ? undefined : new Date(material.certExpiresAt * 1000).toISOString();
-    logger.info({ reason, certFile: settings.files.cert?.path, expires }, 'store TLS certificate, key and CA reloaded: new connections get them');
-    return true;
+    return this.#watch.reload(reason);
   }
 
   close(): void {
