@@ -71,6 +71,16 @@ describe('client library over TLS', () => {
   });
 });
 
+describe('the public TlsFileSource.fromPaths', () => {
+  it('connects with PEM paths, and names the option of a file it cannot read', async () => {
+    const store = await secureStore();
+    const tls = TlsFileSource.fromPaths({ caFile: f.ca, certFile: f.client.cert, keyFile: f.client.key });
+    const conn = track(new StoreConnection({ host: 'localhost', port: store.port, timeoutMs: 2000, password: new Secret(PASSWORD), tls }));
+    expect(await conn.ping()).toBeUndefined();
+    expect(() => TlsFileSource.fromPaths({ caFile: join(dir, 'none.pem') })).toThrow(/^caFile=".*none\.pem" is invalid: cannot read it \(ENOENT\)/);
+  });
+});
+
 describe('the backend over TLS', () => {
   it('a TLS, password-protected ring of three with client certificates: served, ready, and back after a shard restarted mid-load', async () => {
     const stores = await Promise.all([0, 1, 2].map(() => secureStore({ logLevel: 'trace' })));

@@ -32,6 +32,12 @@ export class TlsFileSource implements ClientTls {
     this.#read(true);
   }
 
+  /** From paths (PEM); a message about a file names its option (caFile, certFile, keyFile) and path. */
+  static fromPaths({ caFile, certFile, keyFile }: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string }): TlsFileSource {
+    const file = (path: string | undefined, env: string) => (path === undefined ? undefined : { path, env });
+    return new TlsFileSource({ ca: file(caFile, 'caFile'), cert: file(certFile, 'certFile'), key: file(keyFile, 'keyFile') });
+  }
+
   connectOptions(): StoreTlsConnectOptions {
     this.#read(false);
     const m = this.#material!;
