@@ -7,6 +7,7 @@ export const ALERT_THRESHOLDS = {
   KvStoreConnectionsHigh: [0.8, 0.95],
   KvStoreLowHitRate: [0.5],
   KvStoreAuthFailures: [20],
+  KvStoreTlsCertificateExpiring: [14],
   KvBackendAuthFailures: [100],
   KvBackendCertificateExpiring: [14],
   KvBackend5xxRatioHigh: [0.05],

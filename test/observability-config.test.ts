@@ -112,6 +112,8 @@ describe('alert rules', () => {
         'KvStoreOutputLimitDisconnects',
         'KvStoreAuthFailures',
         'KvStorePasswordReloadFailing',
+        'KvStoreTlsCertificateExpiring',
+        'KvStoreTlsReloadFailing',
         'KvStoreLowHitRate',
         'KvStoreSnapshotFailing',
         'KvStoreSnapshotStale',

@@ -10,6 +10,7 @@ import { startStoreService, type StoreService } from '../services/store/store-se
 import { parseExposition } from '../bench/harness/exposition.ts';
 import { dashboardExpressions, metricNamesIn, readRules, type NamedExpr } from './helpers/observability-sources.ts';
 import { httpsFixture } from './helpers/https-certs.ts';
+import { tlsFixture } from './helpers/tls-certs.ts';
 
 /** Names a scrape yields: sample names, plus the series names of every declared family. */
 function exportedNames(text: string): Set<string> {
@@ -30,6 +31,8 @@ describe('metric names used by dashboards and alerts', () => {
   let discovering: BackendService | undefined;
   /** A backend serving HTTPS (certificates made with openssl): it alone exports the TLS metrics. */
   let secure: BackendService | undefined;
+  /** A store speaking TLS: it alone exports the store's TLS metrics. */
+  let secureStore: StoreService | undefined;
   const exported = { store: new Set<string>(), backend: new Set<string>() };
   const rules = readRules();
   const recorded = new Set(rules.filter((r) => r.kind === 'record').map((r) => r.name));
@@ -60,9 +63,13 @@ describe('metric names used by dashboards and alerts', () => {
       { logger },
     );
     for (const name of exportedNames(await (await fetch(`http://127.0.0.1:${secure.metricsPort}/metrics`)).text())) exported.backend.add(name);
+    const f = tlsFixture();
+    secureStore = await startStoreService(loadStoreConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, warmupKeys: 0, tlsCertFile: f.server.cert, tlsKeyFile: f.server.key }), { logger });
+    for (const name of exportedNames(await (await fetch(`http://127.0.0.1:${secureStore.metricsPort}/metrics`)).text())) exported.store.add(name);
   });
 
   afterAll(async () => {
+    await secureStore?.close();
     await secure?.close();
     await discovering?.close();
     await backend?.close();

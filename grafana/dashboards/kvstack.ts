@@ -243,6 +243,20 @@ export default dashboard({
         thresholds: { steps: steps(T.KvStoreAuthFailures, ['red']) },
       }),
       timeseries({
+        title: 'Store TLS: certificate days left, failures',
+        description:
+          'Days until the certificate each store presents on its port expires (kvstore_tls_certificate_expiry_timestamp_seconds; KvStoreTlsCertificateExpiring fires below the line; it jumps up when a renewed certificate is reloaded), and per 5 minutes at the current rate: failed reloads of STORE_TLS_CERT_FILE, STORE_TLS_KEY_FILE and STORE_TLS_CA_FILE (KvStoreTlsReloadFailing) and failed handshakes by reason (kvstore_tls_handshake_failures_total: plaintext clients, refused client certificates, time-outs). No data from a store without TLS.',
+        unit: 'short',
+        width: 8,
+        min: 0,
+        queries: [
+          query(`(${sel('kvstore_tls_certificate_expiry_timestamp_seconds')} - time()) / 86400`, 'days left {{instance}}'),
+          query(perWindow(300, 'kvstore_tls_reload_failures_total'), 'failed reloads {{instance}}'),
+          query(`sum by (reason) (${perWindow(300, 'kvstore_tls_handshake_failures_total')})`, 'failed handshakes: {{reason}}'),
+        ],
+        thresholds: { steps: steps(T.KvStoreTlsCertificateExpiring, ['red']) },
+      }),
+      timeseries({
         title: 'Clients held back and cut off/s',
         description:
           'Connections that stopped running their pipelined commands to let others run (kvstore_connection_yields_total: reply_bound at 64 KiB of unsent replies, command_budget after 256 commands in a turn, time_slice after 0.5 ms of a turn: commands running slower than usual, turn_budget when a connection’s pipelined commands waited in line past a turn end because the 1 ms a turn gives pipelined work was spent: many clients pipelining at once), and connections closed because the client took none of its replies for OUTPUT_STALL_TIMEOUT_MS (KvStoreOutputLimitDisconnects).',
