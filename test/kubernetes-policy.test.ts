@@ -26,6 +26,7 @@ import {
   checkStoreSizing,
   describeKubectl,
   envOf,
+  type Container,
   overlays,
   renderedSizingInputs,
   renderOverlay,
@@ -34,6 +35,7 @@ import {
   type K8sObject,
 } from './helpers/kubernetes-manifests.ts';
 import { readRepoFile, repoFile } from './helpers/observability-sources.ts';
+import { tlsFixture } from './helpers/tls-certs.ts';
 
 const version = (JSON.parse(readRepoFile('package.json')) as { version: string }).version;
 
@@ -133,6 +135,30 @@ describeKubectl('Kubernetes policy', () => {
     expect(checkStorePassword(oneSided)).toEqual(['the store takes its password from kvstack-store-password, the backend from other']);
     const storeOnly = broken(withPassword, kind('Deployment'), (o) => (storeContainer(o).env = storeContainer(o).env.filter((e: { name: string }) => e.name !== 'KV_STORE_PASSWORD_FILE')));
     expect(checkStorePassword(storeOnly)).toEqual(['the store takes its password from kvstack-store-password, the backend from nowhere']);
+  });
+
+  it('components/store-tls mounts one kubernetes.io/tls Secret into the store and every backend: the store speaks TLS and requires client certificates, the backends connect with it; with the password component too, and the result still passes every check', () => {
+    const secured = renderWithComponent('prometheus-operator', ['store-tls', 'store-password']);
+    const store = storeWorkload(secured)!.containers[0]!;
+    const backend = backendWorkload(secured)!.containers[0]!;
+    const dir = '/etc/kvstack/store-tls';
+    expect(['STORE_TLS_CERT_FILE', 'STORE_TLS_KEY_FILE', 'STORE_TLS_CA_FILE', 'STORE_TLS_CLIENT_AUTH'].map((e) => envOf(store, e))).toEqual([`${dir}/tls.crt`, `${dir}/tls.key`, `${dir}/ca.crt`, 'require']);
+    expect(['KV_STORE_TLS', 'KV_STORE_TLS_CA_FILE', 'KV_STORE_TLS_CERT_FILE', 'KV_STORE_TLS_KEY_FILE'].map((e) => envOf(backend, e))).toEqual(['true', `${dir}/ca.crt`, `${dir}/tls.crt`, `${dir}/tls.key`]);
+    for (const workload of [storeWorkload(secured)!.object, backendWorkload(secured)!.object]) {
+      const spec = workload.spec.template.spec;
+      expect(spec.volumes.find((v: { name: string }) => v.name === 'store-tls').secret.secretName).toBe('kvstack-store-tls');
+      // Mounted as a directory, never subPath: a renewed Secret reaches the files.
+      expect(spec.containers[0].volumeMounts.find((m: { name: string }) => m.name === 'store-tls')).toEqual({ name: 'store-tls', mountPath: dir, readOnly: true });
+    }
+    expect(envOf(store, 'STORE_PASSWORD_FILE')).toBe('/etc/kvstack/store-password/password');
+    expect(checkStorePassword(secured)).toEqual([]);
+    for (const check of [checkContainers, checkSelectorsAndPorts, checkNetworkPolicies, checkStoreSizing, checkStoreAddress]) expect(check(secured), check.name).toEqual([]);
+    // The store settings it sets load (with files standing in for the Secret's), and so do the backend's.
+    const f = tlsFixture();
+    const files = (v: string | undefined) => v?.replace(`${dir}/tls.crt`, f.server.cert).replace(`${dir}/tls.key`, f.server.key).replace(`${dir}/ca.crt`, f.ca);
+    const env = (c: Container) => Object.fromEntries((c.env ?? []).filter((e) => e.name.includes('TLS')).map((e) => [e.name, files(e.value)]));
+    expect(loadStoreConfig(env(store)).tls).toMatchObject({ clientAuth: 'require' });
+    expect(loadBackendConfig(env(backend)).storeTlsFiles).toBeDefined();
   });
 
   it('the stated RSS bound is what the limit is held to: 1.5 x MAX_MEMORY_BYTES + 200 MiB', () => {

@@ -77,19 +77,20 @@ export function renderOverlay(overlay: string): K8sObject[] {
 }
 
 /**
- * An overlay rendered with one of deploy/kubernetes/components added, as a user's overlay
- * that lists it would be: a kustomization in a temporary directory, pointing back here.
+ * An overlay rendered with one or more of deploy/kubernetes/components added, as a user's
+ * overlay that lists them would be: a kustomization in a temporary directory, pointing back here.
  */
-export function renderWithComponent(overlay: string, component: string): K8sObject[] {
+export function renderWithComponent(overlay: string, component: string | readonly string[]): K8sObject[] {
+  const components = typeof component === 'string' ? [component] : component;
   const dir = mkdtempSync(join(tmpdir(), 'kvstack-kustomize-'));
   try {
     const from = (path: string): string => relative(dir, repoFile(path));
     writeFileSync(
       join(dir, 'kustomization.yaml'),
-      `resources:\n  - ${from(`deploy/kubernetes/overlays/${overlay}`)}\ncomponents:\n  - ${from(`deploy/kubernetes/components/${component}`)}\n`,
+      `resources:\n  - ${from(`deploy/kubernetes/overlays/${overlay}`)}\ncomponents:\n${components.map((c) => `  - ${from(`deploy/kubernetes/components/${c}`)}\n`).join('')}`,
     );
     const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-    if (r.status !== 0) throw new Error(`kubectl kustomize of ${overlay} with components/${component} failed: ${r.stderr || r.error}`);
+    if (r.status !== 0) throw new Error(`kubectl kustomize of ${overlay} with components/${components.join(', ')} failed: ${r.stderr || r.error}`);
     return parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject);
   } finally {
     rmSync(dir, { recursive: true, force: true });
