@@ -1,9 +1,12 @@
-// The record arena's page sources (services/store/engine/page-source.ts): pages from a thread of
-// their own arrive whole, zeroed, usable and detachable on this thread; a source whose
-// thread is gone falls back to this thread's pages instead of waiting or failing.
+// The record arena's page sources (services/store/engine/page-source.ts): pages the add-on
+// maps are zeroed, their own memory, and leave the process once detached; pages from a
+// thread of their own arrive whole, zeroed, usable and detachable on this thread; a source
+// whose thread is gone falls back to this thread's pages instead of waiting or failing.
+import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/engine/page-source.ts';
+import { MappedPageSource, THIS_THREAD_PAGES, ThreadPageSource } from '../services/store/engine/page-source.ts';
+import { loadSocketIo } from '../services/store/network/native-io.ts';
 import { RecordArena } from '../services/store/engine/record-arena.ts';
 import type { EngineStats } from '../services/store/engine/engine-api.ts';
 import { createStoreMetrics } from '../services/store/store-metrics.ts';
@@ -24,6 +27,52 @@ describe('page sources', () => {
     const page = THIS_THREAD_PAGES.alloc(65536);
     expect(page.byteLength).toBe(65536);
     expect(new Uint8Array(page).every((b) => b === 0)).toBe(true);
+  });
+
+  // The add-on is built by npm ci on Linux (the store falls back to the page thread without it).
+  const addon = loadSocketIo();
+  const mapPage = 'io' in addon ? addon.io.mapPage?.bind(addon.io) : undefined;
+  const residentMiB = (): number => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
+
+  it.skipIf(process.platform !== 'linux')("the add-on's pages are zeroed mappings of their own, resident once written and gone once detached", async () => {
+    expect(mapPage, 'the native add-on with mapPage (npm ci builds it)').toBeTypeOf('function');
+    const source = new MappedPageSource(mapPage!);
+    const bytes = 16 << 20;
+    const before = residentMiB();
+    const pages = Array.from({ length: 4 }, () => source.alloc(bytes));
+    expect(pages.map((p) => p.byteLength)).toEqual([bytes, bytes, bytes, bytes]);
+    // Address space only, until written.
+    expect(residentMiB() - before).toBeLessThan(16);
+    for (const [i, page] of pages.entries()) {
+      const view = new Uint8Array(page);
+      expect(view[0] === 0 && view[bytes - 1] === 0 && view.every((b) => b === 0)).toBe(true);
+      view.fill(i + 1);
+    }
+    expect(pages.map((p) => new Uint8Array(p)[bytes - 1])).toEqual([1, 2, 3, 4]);
+    const written = residentMiB();
+    expect(written - before).toBeGreaterThan(56);
+    for (const page of pages) page.transfer(0);
+    // Node unmaps a detached page's memory on its next turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(written - residentMiB()).toBeGreaterThan(56);
+    expect(() => mapPage!(0)).toThrow(/positive size/);
+    await source.close();
+  });
+
+  it.skipIf(process.platform !== 'linux')('an arena on mapped pages stores and gives back records as on this thread', () => {
+    const arena = new RecordArena(1 << 26, { pageSource: new MappedPageSource(mapPage!) });
+    const cls = arena.classOf(100);
+    const c = arena.classes[cls]!;
+    const chunks = Array.from({ length: 3 * c.perPage }, (_, owner) => arena.alloc(cls, owner, 100));
+    expect(c.pages.length).toBe(3);
+    for (const [owner, chunk] of chunks.entries()) c.write(chunk, 0, Buffer.alloc(100, owner & 0xff), 0, 100);
+    expect(chunks.every((chunk, owner) => c.pageOf(chunk)[c.offsetOf(chunk) + 99] === (owner & 0xff))).toBe(true);
+    expect(arena.verify((owner, k, chunk) => k === cls && chunks[owner] === chunk)).toBe(chunks.length);
+    const pages = [...c.pages];
+    for (let owner = chunks.length - 1; owner >= 0; owner--) arena.free(cls, chunks[owner]!);
+    // The first page stays as the class's spare; the others were detached, which unmaps them.
+    expect(pages.map((p) => (p.buffer as ArrayBuffer).detached)).toEqual([false, true, true]);
+    arena.free(arena.large, arena.alloc(arena.large, 0, 100_000));
   });
 
   it("a thread's pages arrive whole and zeroed, one per call, and are this thread's to write and detach", async () => {

@@ -364,10 +364,13 @@ describe('main.ts', () => {
       const addon = loadSocketIo();
       const withMallopt = 'io' in addon && typeof addon.io.mallopt === 'function';
       expect(ready(bare).mallocMmapThresholdSetBy).toBe(withMallopt ? 'mallopt' : 'environment');
-      // With the threshold, the record arena's pages come from a thread of their own (page-source.ts),
-      // named so that ps -L, top -H and traces tell it from other Node worker threads.
-      expect(ready(bare).arenaPagesThreaded).toBe(true);
-      expect(threadsOf(bare.pid).filter((t) => t.name === PAGE_THREAD_NAME)).toHaveLength(1);
+      // The record arena's pages are mapped one by one by the add-on; without its mapPage they
+      // come from a thread of their own (page-source.ts), named so that ps -L, top -H and
+      // traces tell it from other Node worker threads.
+      const withMapPage = 'io' in addon && typeof addon.io.mapPage === 'function';
+      expect(ready(bare).arenaPagesMapped).toBe(withMapPage);
+      expect(ready(bare).arenaPagesThreaded).toBe(!withMapPage);
+      expect(threadsOf(bare.pid).filter((t) => t.name === PAGE_THREAD_NAME)).toHaveLength(withMapPage ? 0 : 1);
       expect(readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').split('\0').some((arg) => arg.endsWith(storeScript))).toBe(true);
       // A threshold the operator set is kept.
       expect(ready(own).mallocMmapThreshold).toBe(131072);
@@ -376,6 +379,7 @@ describe('main.ts', () => {
     // The metrics say the same as the ready line, and that the thread was not given up.
     const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${ready(bare).metricsPort as number}/metrics`)).text());
     expect(sampleValue(metrics, 'kvstore_memory_arena_pages_threaded')).toBe(ready(bare).arenaPagesThreaded ? 1 : 0);
+    expect(sampleValue(metrics, 'kvstore_memory_arena_pages_mapped')).toBe(ready(bare).arenaPagesMapped ? 1 : 0);
     expect(sampleValue(metrics, 'kvstore_memory_arena_page_thread_fallbacks_total')).toBe(0);
     expect(await bare.stop('SIGTERM')).toBe(0);
     expect(await own.stop('SIGTERM')).toBe(0);

@@ -165,13 +165,17 @@ export default dashboard({
         queries: [query(sel('kvstore_expiry_backlog_keys'), '{{instance}}')],
       }),
       timeseries({
-        title: 'Record pages from the page thread',
+        title: 'Where record pages come from',
         description:
-          'Whether the record arena\'s pages come from a thread of their own (kvstore_memory_arena_pages_threaded: 1), so that freed records go back to the OS, and whether that thread was given up (kvstore_memory_arena_page_thread_fallbacks_total: KvStorePageThreadGivenUp fires at 1). 0 and 0: a platform without glibc, pages from the serving thread from the start.',
+          'Whether the record arena\'s pages are each mapped on its own by the C add-on (kvstore_memory_arena_pages_mapped: 1), or, without the add-on, come from a thread of their own (kvstore_memory_arena_pages_threaded: 1); either way freed records go back to the OS. Given up: that thread was (kvstore_memory_arena_page_thread_fallbacks_total: KvStorePageThreadGivenUp fires at 1). All 0: a platform without the add-on or glibc, pages from the serving thread from the start.',
         unit: 'none',
         width: 8,
         min: 0,
-        queries: [query(sel('kvstore_memory_arena_pages_threaded'), 'threaded {{instance}}'), query(sel('kvstore_memory_arena_page_thread_fallbacks_total'), 'given up {{instance}}')],
+        queries: [
+          query(sel('kvstore_memory_arena_pages_mapped'), 'mapped {{instance}}'),
+          query(sel('kvstore_memory_arena_pages_threaded'), 'threaded {{instance}}'),
+          query(sel('kvstore_memory_arena_page_thread_fallbacks_total'), 'given up {{instance}}'),
+        ],
       }),
       timeseries({
         title: 'Client sockets through the C add-on',

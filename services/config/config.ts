@@ -54,7 +54,7 @@ export const storeSettings = {
   warmupKeys: {
     env: 'STORE_WARMUP_KEYS',
     default: '20000',
-    description: 'At start-up, before the snapshot loads and the listener opens, a scratch store on loopback writes, reads and deletes this many keys through the store\'s own code (and reads up to 500 of them one at a time, as a client that waits for each reply does), then writes and reads them again, with its pages from the store\'s page thread, so V8 has compiled it before the first client (about 0.4–0.5 s for 20,000); 0 = no warm-up.',
+    description: 'At start-up, before the snapshot loads and the listener opens, a scratch store on loopback writes, reads and deletes this many keys through the store\'s own code (and reads up to 500 of them one at a time, as a client that waits for each reply does), then writes and reads them again, with its pages from where the store\'s come from, so V8 has compiled it before the first client (about 0.4–0.5 s for 20,000); 0 = no warm-up.',
     parse: integer(0, 1_000_000),
   },
   snapshotPath: {

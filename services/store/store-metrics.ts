@@ -51,6 +51,8 @@ export interface StoreMetricsOptions {
   readonly maxConnections: number;
   /** Where the record arena's pages come from (page-source.ts); omitted: the serving thread, from the start. */
   readonly arenaPages?: { readonly threaded: boolean; readonly fellBack: boolean };
+  /** The arena's pages are mapped one by one by the native add-on (page-source.ts, MappedPageSource). */
+  readonly arenaPagesMapped?: boolean;
   /** Client sockets are read and written through the native add-on (native-io.ts). */
   readonly nativeIo?: boolean;
 }
@@ -97,7 +99,7 @@ export class StoreMetrics {
 }
 
 /** Registers every store metric on `registry` and returns the counts the server feeds. */
-export function createStoreMetrics({ registry, engine, connections, maxConnections, arenaPages, nativeIo = false }: StoreMetricsOptions): StoreMetrics {
+export function createStoreMetrics({ registry, engine, connections, maxConnections, arenaPages, arenaPagesMapped = false, nativeIo = false }: StoreMetricsOptions): StoreMetrics {
   const m = new StoreMetrics();
   const registers = [registry];
   const reset = () => m.reset();
@@ -171,8 +173,13 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
     () => engine.gcBallastBytes,
   );
   gauge(
+    'kvstore_memory_arena_pages_mapped',
+    'Whether the record arena\'s pages are each a mapping of their own made by the store\'s C add-on (1), so that freed records go back to the OS at once; 0 without the add-on (then kvstore_memory_arena_pages_threaded says where they come from).',
+    () => (arenaPagesMapped ? 1 : 0),
+  );
+  gauge(
     'kvstore_memory_arena_pages_threaded',
-    'Whether the record arena\'s pages come from a thread of their own (1), whose malloc maps each one, so that freed records go back to the OS; 0 when they come from the serving thread (no glibc, or the thread was given up: kvstore_memory_arena_page_thread_fallbacks_total).',
+    'Whether the record arena\'s pages come from a thread of their own (1), whose malloc maps each one, so that freed records go back to the OS; used only without the C add-on (kvstore_memory_arena_pages_mapped). 0 when the add-on maps them, or when they come from the serving thread (no glibc, or the thread was given up: kvstore_memory_arena_page_thread_fallbacks_total).',
     () => (arenaPages?.threaded ? 1 : 0),
   );
   counter(

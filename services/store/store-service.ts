@@ -19,10 +19,10 @@ import type { SnapshotFileSystem } from './snapshots/snapshot-file.ts';
 import { createSnapshotMetrics } from './snapshots/snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './snapshots/store-snapshots.ts';
 import { appliedMallocThreshold } from './runtime/malloc-tuning.ts';
-import { THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
+import { MappedPageSource, THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
 import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './network/tcp-server.ts';
-import { chooseSocketIo } from './network/native-io.ts';
+import { chooseSocketIo, loadSocketIo } from './network/native-io.ts';
 import { PasswordCheck } from './network/password-check.ts';
 import { PasswordFile } from './password-file.ts';
 import { STORE_READY } from '../shared/ready-line.ts';
@@ -74,7 +74,7 @@ export interface StartupTimes {
   readonly warmupMs: number;
   /** Reading the snapshot into the engine. */
   readonly snapshotLoadMs: number;
-  /** The rest: the page thread's start, the engine, the listeners, the admin app. */
+  /** The rest: the engine, the listeners, the admin app (and without the add-on the page thread's start). */
   readonly otherMs: number;
 }
 
@@ -133,18 +133,21 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const { logger } = deps;
   const startedMs = deps.modulesLoadedMs === undefined ? performance.now() : 0;
   const registry = deps.registry ?? createMetricsRegistry();
-  // The arena's pages from a thread of their own where that maps each one (page-source.ts).
+  // The arena's pages each mapped on its own: by the add-on, else by a thread's malloc (page-source.ts).
   const mmapThreshold = appliedMallocThreshold();
+  const addon = loadSocketIo();
+  const mapPage = 'io' in addon ? addon.io.mapPage?.bind(addon.io) : undefined;
+  const mappedPages = mapPage === undefined ? undefined : new MappedPageSource(mapPage);
   const threadPages =
-    mmapThreshold !== null
+    mappedPages === undefined && mmapThreshold !== null
       ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })
       : undefined;
-  const pageSource = threadPages ?? THIS_THREAD_PAGES;
+  const pageSource = mappedPages ?? threadPages ?? THIS_THREAD_PAGES;
   const socketIo = chooseSocketIo(config.nativeIo, logger);
   const createEngine = (): KvEngine =>
     new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);
-  // The warm-up takes its pages from the page thread: its first must not wait for the thread's start.
+  // The warm-up takes its pages where the store does: its first must not wait for a page thread's start.
   await threadPages?.ready();
   // First of all: the warm-up's scratch engine is made before the real one (see code-warmup.ts).
   const warmup = await warmUpCommandPath({
@@ -186,6 +189,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     connections: () => server?.connectionCount ?? 0,
     maxConnections: config.maxConnections,
     arenaPages: threadPages,
+    arenaPagesMapped: mappedPages !== undefined,
     nativeIo: socketIo !== undefined,
   });
   const tlsSettings = config.tls;
@@ -316,6 +320,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       warmupMs: Math.round(warmup.ms),
       mallocMmapThreshold: mmapThreshold?.bytes ?? null,
       mallocMmapThresholdSetBy: mmapThreshold?.source ?? null,
+      arenaPagesMapped: mappedPages !== undefined,
       arenaPagesThreaded: threadPages?.threaded ?? false,
       nativeIo: socketIo !== undefined,
       gcBallastBytes: engine.gcBallastBytes,

@@ -1,22 +1,22 @@
-// Where the record arena's pages come from (record-arena.ts). A page is a plain
-// ArrayBuffer, which Node allocates with malloc; its memory must leave the process when
-// the page is freed. With glibc's mmap threshold fixed below the smallest page
-// (runtime/malloc-tuning.ts) a page is mapped on its own and unmapped when freed, unless malloc can
-// serve it from a free chunk of the heap first, which it does: the serving thread's heap
-// is full of freed chunks (line buffers, replies, Node's own), where pages would stay
-// resident after their keys are deleted (docs/benchmarks.md#memory-under-churn). A thread of its own
-// allocates the pages instead: glibc gives it an arena of its own, where nothing else is
-// freed, so every page is mapped. A page is handed over without a copy, and freed
-// (detached) on the serving thread, which unmaps it.
+// Where the record arena's pages come from (record-arena.ts). A page is an ArrayBuffer; its
+// memory must leave the process when the page is freed (detached), not stay resident in a
+// free list (docs/benchmarks.md#memory-under-churn). Three sources, the first that applies:
 //
-// A round trip to that thread is slow where it counts: waking it and being woken takes
-// ~0.15 ms and up to several ms on a busy 2-core machine, against 0.02 ms for a page from
-// the serving thread's own malloc, and waiting for it during a load lengthens the store's
-// PING round trips (docs/benchmarks.md#memory-under-churn). So a size class's page is asked for
-// one ahead: when the arena takes one, the next of its size is requested at once, and
-// arrives while the store serves; the serving thread waits only for a size's first page
-// (and when the thread falls behind). A page held ahead costs address space, not memory:
-// nothing writes it until the arena does.
+// - MappedPageSource: each page a mapping of its own, made by the native add-on (mmap) and
+//   unmapped when the page is detached. Nothing passes through malloc and no thread is needed:
+//   a page costs a system call of a few µs on the serving thread, and its memory is committed
+//   as the arena writes it.
+// - ThreadPageSource, without the add-on: with glibc's mmap threshold fixed below the
+//   smallest page (runtime/malloc-tuning.ts) malloc maps a page on its own, unless it can
+//   serve it from a free chunk of the heap first, which it does on the serving thread, whose
+//   heap is full of freed chunks (line buffers, replies, Node's own). A thread of its own
+//   allocates the pages instead: glibc gives it an arena of its own, where nothing else is
+//   freed, so every page is mapped. A page is handed over without a copy. A round trip to
+//   that thread is slow where it counts (waking it and being woken takes ~0.15 ms, up to
+//   several ms on a busy 2-core machine), so a size class's page is asked for one ahead and
+//   arrives while the store serves; the serving thread waits only for a size's first page.
+//   The thread is a Worker: an isolate of its own, ~150 ms of start-up and ~17 MiB of RSS.
+// - THIS_THREAD_PAGES: the calling thread's malloc (tests, and stores with neither).
 
 import { performance } from 'node:perf_hooks';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
@@ -36,6 +36,21 @@ export const THIS_THREAD_PAGES: PageSource = {
   alloc: (bytes) => new ArrayBuffer(bytes),
   close: async () => {},
 };
+
+/** Pages mapped one by one by the native add-on's mapPage (see the top of this file). */
+export class MappedPageSource implements PageSource {
+  readonly #mapPage: (bytes: number) => ArrayBuffer;
+
+  constructor(mapPage: (bytes: number) => ArrayBuffer) {
+    this.#mapPage = mapPage;
+  }
+
+  alloc(bytes: number): ArrayBuffer {
+    return this.#mapPage(bytes);
+  }
+
+  async close(): Promise<void> {}
+}
 
 /** By default, a page that takes longer than this comes from the serving thread, and so do all after it. */
 const ROUND_TRIP_LIMIT_MS = 1000;

@@ -26,6 +26,8 @@ export interface SocketIo {
   write(fd: number, buffer: Buffer, length: number): number;
   /** glibc's mallopt: 1 when it took the setting, 0 when it refused, -1 without glibc (runtime/malloc-tuning.ts); absent from an add-on built before it. */
   mallopt?(param: number, value: number): number;
+  /** A zeroed buffer of its own mapping, unmapped when detached (engine/page-source.ts); absent from an add-on built before it. */
+  mapPage?(bytes: number): ArrayBuffer;
 }
 
 declare const pollerBrand: unique symbol;

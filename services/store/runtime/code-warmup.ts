@@ -69,11 +69,11 @@ export interface WarmupOptions {
   readonly socketIo?: SocketIo | undefined;
   /**
    * Where the real engine's pages come from; the scratch engine takes its pages there too.
-   * Warmed on the serving thread's own pages instead, the page thread's code was compiled
-   * at a load's first writes, the arena's page allocation was optimised for a source of
-   * another class, and the first page of each size waited for a round trip to the thread;
-   * this way the next page of each size the warm-up used is already held ahead for the
-   * real engine (docs/benchmarks.md#pauses-during-growth).
+   * Warmed on the serving thread's own pages instead, the source's code was compiled at a
+   * load's first writes and the arena's page allocation was optimised for a source of
+   * another class; with the page thread the first page of each size also waited for a
+   * round trip to it, and this way the next page of each size the warm-up used is already
+   * held ahead for the real engine (docs/benchmarks.md#pauses-during-growth).
    */
   readonly pageSource?: PageSource | undefined;
   /** Where the scratch listener binds (a test gives an address that cannot be bound). */

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Events taken from the kernel per poll; more ready sockets are served on the next one. */
@@ -296,6 +297,41 @@ static napi_value set_mallopt(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// mapPage(bytes): a zeroed ArrayBuffer of its own mapping (mmap), unmapped when the buffer
+// is detached (transfer(0)) or collected. The record arena's pages come from here
+// (services/store/engine/page-source.ts): a page never passes through malloc, so a freed
+// page always leaves the process, and the store needs no thread of its own to allocate them.
+// The kernel maps the memory as it is first written: an unwritten page costs address space.
+static void unmap_page(napi_env env, void* data, void* hint) {
+  (void)env;
+  munmap(data, (size_t)(uintptr_t)hint);
+}
+
+static napi_value map_page(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  double bytes = 0;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_get_value_double(env, argv[0], &bytes) != napi_ok || !(bytes >= 1) || bytes > (double)SIZE_MAX / 2) {
+    napi_throw_type_error(env, NULL, "mapPage(bytes): bytes must be a positive size");
+    return NULL;
+  }
+  size_t length = (size_t)bytes;
+  void* page = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (page == MAP_FAILED) {
+    // As `new ArrayBuffer` says when it cannot allocate.
+    napi_throw_range_error(env, NULL, "Array buffer allocation failed");
+    return NULL;
+  }
+  napi_value out;
+  if (napi_create_external_arraybuffer(env, page, length, unmap_page, (void*)(uintptr_t)length, &out) != napi_ok) {
+    munmap(page, length);
+    napi_throw_error(env, NULL, "mapPage: this Node refuses external array buffers");
+    return NULL;
+  }
+  return out;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor methods[] = {
     { "createPoller", NULL, create_poller, NULL, NULL, NULL, napi_default, NULL },
@@ -305,6 +341,7 @@ NAPI_MODULE_INIT() {
     { "closePoller", NULL, close_poller, NULL, NULL, NULL, napi_default, NULL },
     { "write", NULL, write_bytes, NULL, NULL, NULL, napi_default, NULL },
     { "mallopt", NULL, set_mallopt, NULL, NULL, NULL, napi_default, NULL },
+    { "mapPage", NULL, map_page, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof(methods) / sizeof(methods[0]), methods);
   return exports;
