@@ -53,6 +53,8 @@ export interface StoreMetricsOptions {
   readonly arenaPages?: { readonly threaded: boolean; readonly fellBack: boolean };
   /** The arena's pages are mapped one by one by the native add-on (page-source.ts, MappedPageSource). */
   readonly arenaPagesMapped?: boolean;
+  /** Trims of malloc's heaps made so far (runtime/idle-malloc-trim.ts); omitted: none are made. */
+  readonly mallocTrims?: () => number;
   /** Client sockets are read and written through the native add-on (native-io.ts). */
   readonly nativeIo?: boolean;
 }
@@ -99,7 +101,7 @@ export class StoreMetrics {
 }
 
 /** Registers every store metric on `registry` and returns the counts the server feeds. */
-export function createStoreMetrics({ registry, engine, connections, maxConnections, arenaPages, arenaPagesMapped = false, nativeIo = false }: StoreMetricsOptions): StoreMetrics {
+export function createStoreMetrics({ registry, engine, connections, maxConnections, arenaPages, arenaPagesMapped = false, mallocTrims = () => 0, nativeIo = false }: StoreMetricsOptions): StoreMetrics {
   const m = new StoreMetrics();
   const registers = [registry];
   const reset = () => m.reset();
@@ -171,6 +173,11 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
     'kvstore_memory_gc_ballast_bytes',
     'Bytes of buffers mapped but never written (no resident memory) that stand, in V8\'s count of external memory, for the data\'s growth to come, so that growth starts no garbage collection; nodejs_external_memory_bytes includes them.',
     () => engine.gcBallastBytes,
+  );
+  counter(
+    'kvstore_memory_malloc_trims_total',
+    'Times malloc\'s free memory was handed back to the OS after the store stood idle for a second (malloc_trim on a thread of libuv\'s pool); 0 without the C add-on or glibc.',
+    mallocTrims,
   );
   gauge(
     'kvstore_memory_arena_pages_mapped',

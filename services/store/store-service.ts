@@ -18,6 +18,7 @@ import { KvEngine } from './engine/kv-engine.ts';
 import type { SnapshotFileSystem } from './snapshots/snapshot-file.ts';
 import { createSnapshotMetrics } from './snapshots/snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './snapshots/store-snapshots.ts';
+import { IdleMallocTrim } from './runtime/idle-malloc-trim.ts';
 import { appliedMallocThreshold } from './runtime/malloc-tuning.ts';
 import { MappedPageSource, THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
 import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './store-metrics.ts';
@@ -44,6 +45,8 @@ export interface StoreDeps {
   readonly snapshotFs?: SnapshotFileSystem;
   /** Period of the active expiry sweep (and of the background rehash step). */
   readonly sweepIntervalMs?: number;
+  /** How long the store stands idle before a trim of malloc's heaps (default IDLE_TRIM_MS). */
+  readonly idleTrimMs?: number;
   /** A connection's time budget per event-loop turn, ms (default TURN_SLICE_MS): a test sets 0 to make every clock check yield. */
   readonly turnSliceMs?: number;
   /** The time per event-loop turn for pipelined work, ms (default TURN_BUDGET_MS): a test sets 0 to make every other pipelining read wait in line. */
@@ -115,6 +118,8 @@ const SNAPSHOT_SLICE_MS = 0.25;
 // in between (background-work.ts), so expired keys leave USAGE within SPEC's 2 s without
 // stalling clients.
 const SWEEP_INTERVAL_MS = 100;
+/** How long the store stands idle before malloc's free memory goes back to the OS (runtime/idle-malloc-trim.ts). */
+const IDLE_TRIM_MS = 1000;
 const SWEEP_SLICE_MS = 2;
 const REHASH_STEP_MS = 1;
 
@@ -190,6 +195,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     maxConnections: config.maxConnections,
     arenaPages: threadPages,
     arenaPagesMapped: mappedPages !== undefined,
+    mallocTrims: () => idleTrim?.trims ?? 0,
     nativeIo: socketIo !== undefined,
   });
   const tlsSettings = config.tls;
@@ -285,6 +291,12 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
 
   const background = new BackgroundWork({ engine, periodMs: deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS, sliceMs: SWEEP_SLICE_MS, rehashMs: REHASH_STEP_MS });
   background.start();
+  const mallocTrim = 'io' in addon ? addon.io.mallocTrim?.bind(addon.io) : undefined;
+  const idleTrim =
+    mallocTrim === undefined
+      ? undefined
+      : new IdleMallocTrim({ trim: mallocTrim, activity: () => metrics.receivedBytes + metrics.connectionsTotal, periodMs: deps.idleTrimMs ?? IDLE_TRIM_MS });
+  idleTrim?.start();
 
   const totalMs = performance.now() - startedMs;
   const modulesMs = deps.modulesLoadedMs ?? 0;
@@ -354,6 +366,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
         passwordFile?.close();
         storeTls?.close();
         background.stop();
+        idleTrim?.close();
         logger.info({ connections: tcp.connectionCount }, 'kvstore shutting down');
         try {
           await tcp.close(deps.shutdownGraceMs ?? 3000);
@@ -375,6 +388,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       passwordFile?.close();
       storeTls?.close();
       background.stop();
+      idleTrim?.close();
       void periodicSnapshots?.stop();
       tcp.destroy();
       admin.closeAllConnections();

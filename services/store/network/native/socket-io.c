@@ -332,6 +332,66 @@ static napi_value map_page(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// mallocTrim(done): gives the free memory of malloc's heaps back to the OS (glibc's
+// malloc_trim(0)) on a thread of libuv's pool, then calls done(1 when some went back, 0 when
+// none, -1 without glibc). The store calls it once it has been idle for a while
+// (services/store/runtime/idle-malloc-trim.ts): the compiler's and a burst's freed blocks,
+// below the mmap threshold, otherwise stay resident. Off the serving thread, as a trim of a
+// large heap takes milliseconds.
+typedef struct {
+  napi_async_work work;
+  napi_ref done;
+  int32_t result;
+} trim_job;
+
+static void trim_execute(napi_env env, void* data) {
+  (void)env;
+  trim_job* job = data;
+#ifdef __GLIBC__
+  job->result = malloc_trim(0) == 1 ? 1 : 0;
+#else
+  job->result = -1;
+#endif
+}
+
+static void trim_complete(napi_env env, napi_status status, void* data) {
+  trim_job* job = data;
+  napi_value done, result, global;
+  if (napi_get_reference_value(env, job->done, &done) == napi_ok && done != NULL) {
+    napi_create_int32(env, status == napi_ok ? job->result : -1, &result);
+    napi_get_global(env, &global);
+    napi_call_function(env, global, done, 1, &result, NULL);
+  }
+  napi_delete_reference(env, job->done);
+  napi_delete_async_work(env, job->work);
+  free(job);
+}
+
+static napi_value trim_malloc(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], name;
+  napi_valuetype type = napi_undefined;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_typeof(env, argv[0], &type) != napi_ok || type != napi_function) {
+    napi_throw_type_error(env, NULL, "mallocTrim(done)");
+    return NULL;
+  }
+  trim_job* job = calloc(1, sizeof(trim_job));
+  if (job == NULL) {
+    napi_throw_error(env, NULL, "mallocTrim: out of memory");
+    return NULL;
+  }
+  napi_create_reference(env, argv[0], 1, &job->done);
+  napi_create_string_utf8(env, "kvstore:malloc_trim", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_async_work(env, NULL, name, trim_execute, trim_complete, job, &job->work) != napi_ok || napi_queue_async_work(env, job->work) != napi_ok) {
+    napi_delete_reference(env, job->done);
+    free(job);
+    napi_throw_error(env, NULL, "mallocTrim: could not queue the work");
+    return NULL;
+  }
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   napi_property_descriptor methods[] = {
     { "createPoller", NULL, create_poller, NULL, NULL, NULL, napi_default, NULL },
@@ -342,6 +402,7 @@ NAPI_MODULE_INIT() {
     { "write", NULL, write_bytes, NULL, NULL, NULL, napi_default, NULL },
     { "mallopt", NULL, set_mallopt, NULL, NULL, NULL, napi_default, NULL },
     { "mapPage", NULL, map_page, NULL, NULL, NULL, napi_default, NULL },
+    { "mallocTrim", NULL, trim_malloc, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof(methods) / sizeof(methods[0]), methods);
   return exports;

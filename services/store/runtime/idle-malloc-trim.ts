@@ -1,0 +1,77 @@
+// Gives malloc's free memory back to the OS once the store goes idle.
+//
+// The store's records never pass through malloc (the arena's pages are mappings of their
+// own), but everything else does: V8's compiler threads, Node's buffers, a burst of
+// connections. What they free below the mmap threshold stays resident in glibc's heaps
+// until something trims them: after start-up ~30-40 MiB of the compiler's work (the warm-up
+// tiers the command path up on V8's worker threads, each with a malloc arena of its own).
+// malloc_trim(0) hands those pages back, but it takes 0.3-9 ms and holds each arena's lock
+// while it trims it, so it runs on a thread of libuv's pool (the add-on's mallocTrim), and
+// only when the store has been idle for a whole period: never in the middle of a load,
+// whose serving thread would wait on the lock. An idle spell gets TRIMS_PER_IDLE_SPELL trims,
+// a period apart (V8's compiler threads may still be finishing the warm-up's work after the
+// first; malloc_trim reports memory given back after nearly every call, so that cannot say
+// when to stop), then none until activity rearms it.
+
+/** Trims per idle spell. */
+export const TRIMS_PER_IDLE_SPELL = 3;
+
+export interface IdleMallocTrimOptions {
+  /** Trims malloc's heaps off this thread, then calls done (1: memory went back, 0: none, -1: no glibc). */
+  readonly trim: (done: (result: number) => void) => void;
+  /** A count that moves whenever the store does anything (bytes received, connections): idle when it stands still. */
+  readonly activity: () => number;
+  /** How long the store must stand idle before a trim, in ms. */
+  readonly periodMs: number;
+}
+
+export class IdleMallocTrim {
+  readonly #trim: (done: (result: number) => void) => void;
+  readonly #activity: () => number;
+  readonly #periodMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  /** The activity count at the last tick. */
+  #seen: number;
+  /** Trims made since the activity count last moved. */
+  #spellTrims = 0;
+  #running = false;
+  /** Trims made. */
+  trims = 0;
+  /** Of those, trims that gave memory back. */
+  released = 0;
+
+  constructor({ trim, activity, periodMs }: IdleMallocTrimOptions) {
+    this.#trim = trim;
+    this.#activity = activity;
+    this.#periodMs = periodMs;
+    this.#seen = activity();
+  }
+
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setInterval(() => this.#tick(), this.#periodMs);
+    this.#timer.unref();
+  }
+
+  #tick(): void {
+    const now = this.#activity();
+    if (now !== this.#seen) {
+      this.#seen = now;
+      this.#spellTrims = 0;
+      return;
+    }
+    if (this.#running || this.#spellTrims >= TRIMS_PER_IDLE_SPELL) return;
+    this.#running = true;
+    this.#spellTrims++;
+    this.#trim((result) => {
+      this.#running = false;
+      this.trims++;
+      if (result === 1) this.released++;
+    });
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}

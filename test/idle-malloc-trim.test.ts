@@ -1,0 +1,72 @@
+// The trim of malloc's heaps when the store goes idle (services/store/runtime/idle-malloc-trim.ts):
+// never while the store is busy, a few trims per idle spell, rearmed by activity; and the
+// add-on's mallocTrim, which runs off the serving thread and calls back.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { IdleMallocTrim, TRIMS_PER_IDLE_SPELL } from '../services/store/runtime/idle-malloc-trim.ts';
+import { loadSocketIo } from '../services/store/network/native-io.ts';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('idle malloc trim', () => {
+  it('trims only after a whole period without activity, a few times per idle spell, and again once activity has come and gone', () => {
+    vi.useFakeTimers();
+    let activity = 0;
+    const calls: number[] = [];
+    const idle = new IdleMallocTrim({ trim: (done) => (calls.push(Date.now()), done(1)), activity: () => activity, periodMs: 1000 });
+    idle.start();
+    // Busy: the count moves every period, so nothing is trimmed.
+    for (let i = 0; i < 5; i++) {
+      activity += 10;
+      vi.advanceTimersByTime(1000);
+    }
+    expect(calls).toHaveLength(0);
+    // Idle: a trim a period, TRIMS_PER_IDLE_SPELL of them, then none however long it stays idle.
+    vi.advanceTimersByTime(20_000);
+    expect(calls).toHaveLength(TRIMS_PER_IDLE_SPELL);
+    expect(idle.trims).toBe(TRIMS_PER_IDLE_SPELL);
+    expect(idle.released).toBe(TRIMS_PER_IDLE_SPELL);
+    // Activity rearms it.
+    activity++;
+    vi.advanceTimersByTime(1000);
+    expect(calls).toHaveLength(TRIMS_PER_IDLE_SPELL);
+    vi.advanceTimersByTime(1000);
+    expect(calls).toHaveLength(TRIMS_PER_IDLE_SPELL + 1);
+    idle.close();
+    vi.advanceTimersByTime(10_000);
+    expect(calls).toHaveLength(TRIMS_PER_IDLE_SPELL + 1);
+  });
+
+  it('starts no trim while one is under way', () => {
+    vi.useFakeTimers();
+    let finish: ((result: number) => void) | undefined;
+    let started = 0;
+    const idle = new IdleMallocTrim({ trim: (done) => (started++, (finish = done)), activity: () => 0, periodMs: 100 });
+    idle.start();
+    vi.advanceTimersByTime(1000);
+    expect(started).toBe(1);
+    finish!(0);
+    expect(idle.trims).toBe(1);
+    expect(idle.released).toBe(0);
+    vi.advanceTimersByTime(100);
+    expect(started).toBe(2);
+    idle.close();
+  });
+
+  it.skipIf(process.platform !== 'linux')("the add-on's mallocTrim runs malloc_trim off this thread and calls back with its result", async () => {
+    const addon = loadSocketIo();
+    const mallocTrim = 'io' in addon ? addon.io.mallocTrim?.bind(addon.io) : undefined;
+    expect(mallocTrim, 'the native add-on with mallocTrim (npm ci builds it)').toBeTypeOf('function');
+    // Free memory for it to find: blocks below the mmap threshold, freed.
+    const blocks = Array.from({ length: 2000 }, () => Buffer.allocUnsafeSlow(16 * 1024).fill(1));
+    blocks.length = 0;
+    let calledBack = false;
+    const result = await new Promise<number>((resolve) => {
+      mallocTrim!((r) => ((calledBack = true), resolve(r)));
+      expect(calledBack).toBe(false); // not on this thread: the call returned first
+    });
+    expect([0, 1]).toContain(result);
+    expect(() => (mallocTrim as unknown as (x: number) => void)(1)).toThrow(/mallocTrim\(done\)/);
+  });
+});
