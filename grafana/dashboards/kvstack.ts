@@ -472,13 +472,14 @@ export default dashboard({
       timeseries({
         title: 'HTTPS certificate: days left',
         description:
-          'Days until the certificate each backend presents on its HTTP port expires (kvbackend_tls_certificate_expiry_timestamp_seconds; KvBackendCertificateExpiring fires below the line; it jumps up when a renewed certificate is reloaded), and failed reloads of BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE per 5 minutes at the current rate (KvBackendTlsReloadFailing). No data from a backend without HTTPS.',
+          'Days until the certificate each backend presents on its HTTP port expires (kvbackend_tls_certificate_expiry_timestamp_seconds; KvBackendCertificateExpiring fires below the line; it jumps up when a renewed certificate is reloaded), and failed reloads of BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE per 5 minutes at the current rate (KvBackendTlsReloadFailing). Backends without HTTPS have neither series: no days-left line, failed reloads at 0.',
         unit: 'short',
         width: 8,
         min: 0,
         queries: [
-          query(`(${sel('kvbackend_tls_certificate_expiry_timestamp_seconds')} - time()) / 86400`, 'days left {{instance}}'),
-          query(perWindow(300, 'kvbackend_tls_reload_failures_total'), 'failed reloads {{instance}}'),
+          // Without HTTPS there is no series: NaN draws nothing (0 would read as expired), and the query still answers.
+          query(`(${sel('kvbackend_tls_certificate_expiry_timestamp_seconds')} - time()) / 86400 or on() vector(NaN)`, 'days left {{instance}}'),
+          query(`${perWindow(300, 'kvbackend_tls_reload_failures_total')} or on() vector(0)`, 'failed reloads {{instance}}'),
         ],
         thresholds: { steps: steps(T.KvBackendCertificateExpiring, ['red']) },
       }),
