@@ -17,6 +17,8 @@ export default defineConfig({
     // engine-model.test.ts makes thousands of engines and collects the dead ones' reserved
     // address space itself, every few hundred (see newEngine there).
     execArgv: ['--expose-gc'],
+    // Every log line the services write in a test file is looked at for the secrets they were given (SPEC §8).
+    setupFiles: ['test/setup/log-secrets.ts'],
     projects: [
       // Every suite; a store started by the harness uses the native socket I/O where it is built.
       { extends: true, test: { name: 'all', include: ['test/**/*.test.ts'] } },

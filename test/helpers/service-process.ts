@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { spawnUntilReady, type ReadyProcess } from '../../bench/harness/spawn-until-ready.ts';
 import { parseLogLine, parseReadyLine } from '../../services/shared/ready-line.ts';
+import { captureLog, recordEnvSecrets } from './log-secrets.ts';
 
 export { BACKEND_READY, STORE_READY } from '../../services/shared/ready-line.ts';
 
@@ -33,6 +34,7 @@ export async function startServiceProcess(
   timeoutMs?: number,
 ): Promise<ServiceProcess> {
   const logs: Record<string, unknown>[] = [];
+  recordEnvSecrets(env);
   const p = await spawnUntilReady({
     label: script,
     command: process.execPath,
@@ -41,6 +43,7 @@ export async function startServiceProcess(
     env: { LOG_LEVEL: 'info', ...env },
     ready: (line) => parseReadyLine(line, readyMsg),
     onLine: (line) => {
+      captureLog(line);
       const entry = parseLogLine(line);
       if (entry) logs.push(entry);
     },
