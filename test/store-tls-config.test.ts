@@ -32,6 +32,7 @@ describe('store TLS settings', () => {
     [{ ...tls, STORE_TLS_CLIENT_AUTH: 'require' }, /STORE_TLS_CLIENT_AUTH=require is invalid without STORE_TLS_CA_FILE/],
     [{ ...tls, STORE_TLS_CA_FILE: f.ca }, /STORE_TLS_CA_FILE is set but STORE_TLS_CLIENT_AUTH is none/],
     [{ STORE_TLS_CA_FILE: f.ca, STORE_TLS_CLIENT_AUTH: 'optional' }, /STORE_TLS_CA_FILE is set but STORE_TLS_CERT_FILE and STORE_TLS_KEY_FILE are not/],
+    [{ ...tls, STORE_NATIVE_IO: 'on' }, /STORE_NATIVE_IO=on is invalid with STORE_TLS_CERT_FILE: TLS connections go through Node's TLS stack/],
     [{ ...tls, STORE_TLS_CLIENT_AUTH: 'sometimes' }, /STORE_TLS_CLIENT_AUTH="sometimes" is invalid: expected one of none, optional, require/],
     [{ ...tls, STORE_TLS_CERT_FILE: join(dir, 'missing.crt') }, /STORE_TLS_CERT_FILE=".*missing\.crt" is invalid: cannot read it \(ENOENT\)/],
     [{ ...tls, STORE_TLS_KEY_FILE: f.rotated.key }, /STORE_TLS_KEY_FILE=".*rotated\.key" is invalid: the key does not match the certificate of STORE_TLS_CERT_FILE/],

@@ -72,6 +72,7 @@ describe('store TLS: serving', () => {
     const metrics = (await store.admin('/metrics')).body;
     expect(metrics).toMatch(/^kvstore_tls_certificate_expiry_timestamp_seconds \d{10}$/m);
     expect(metrics).toMatch(/^kvstore_tls_reload_failures_total 0$/m);
+    expect(metrics).toMatch(/^kvstore_native_io 0$/m); // the add-on is not loaded: it would see ciphertext
     expect(store.logs.find((l) => l.msg === 'kvstore ready')).toMatchObject({ tls: true, tlsClientAuth: 'none' });
   });
 

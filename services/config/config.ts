@@ -73,7 +73,7 @@ export const storeSettings = {
     env: 'STORE_NATIVE_IO',
     default: 'auto',
     description:
-      'Client sockets read and written by the store\'s C add-on (built by `npm ci` where a C compiler and Node\'s headers are present; Linux): `auto` uses it when built, else Node\'s own socket I/O; `on` refuses to start without it; `off` never uses it.',
+      'Client sockets read and written by the store\'s C add-on (built by `npm ci` where a C compiler and Node\'s headers are present; Linux): `auto` uses it when built, else Node\'s own socket I/O; `on` refuses to start without it; `off` never uses it. Never with TLS (STORE_TLS_CERT_FILE): Node\'s TLS stack serves those sockets, and `on` is refused with it.',
     parse: oneOf<NativeIoMode>('auto', 'on', 'off'),
   },
   password: {
@@ -300,6 +300,9 @@ export function loadStoreConfig(env: Env, overrides: Partial<StoreConfig> = {}):
   // The files are read once here, so a missing or unusable one stops the start.
   const config = Object.freeze({ ...loaded, password: storePasswordOf(loaded), tls: storeTlsOf(loaded) });
   checkDistinctPorts(config.port, storeSettings.port.env, config.metricsPort, storeSettings.metricsPort.env);
+  if (config.tls !== undefined && config.nativeIo === 'on') {
+    throw new ConfigError(`${storeSettings.nativeIo.env}=on is invalid with ${storeSettings.tlsCertFile.env}: TLS connections go through Node's TLS stack, never the native socket I/O; set auto or off`);
+  }
   if (config.snapshotIntervalS > 0 && config.snapshotPath === '') {
     throw new ConfigError(`${storeSettings.snapshotIntervalS.env}=${config.snapshotIntervalS} is invalid: it needs ${storeSettings.snapshotPath.env} (where to write)`);
   }

@@ -148,7 +148,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })
       : undefined;
   const pageSource = mappedPages ?? threadPages ?? THIS_THREAD_PAGES;
-  const socketIo = chooseSocketIo(config.nativeIo, logger);
+  // TLS connections are read and written by Node's TLS stack, never the add-on (it would
+  // see ciphertext): with TLS on it is not loaded, and the warm-up runs Node's socket path.
+  const socketIo = config.tls === undefined ? chooseSocketIo(config.nativeIo, logger) : undefined;
   const createEngine = (): KvEngine =>
     new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);
