@@ -98,6 +98,17 @@ describe('store TLS: serving', () => {
     expect(stuck()!.writableLength).toBeLessThan(256 * 1024);
   });
 
+  it('at MAX_CONNECTIONS a TLS client is told so and closed, and the readiness probe still passes (it is let past the limit)', async () => {
+    const store = await tlsStore({ maxConnections: 1, tlsCaFile: f.ca, tlsClientAuth: 'require' });
+    const first = await LineClient.connectTls(store.port, withClientCert);
+    expect(await first.request('PING')).toBe('PONG');
+    const second = await LineClient.connectTls(store.port, withClientCert);
+    expect(await second.line()).toBe('ERROR max connections reached');
+    await second.closed;
+    expect((await store.admin('/readyz')).status).toBe(200);
+    expect(store.service.metrics.rejectedConnections).toBe(1);
+  });
+
   it('a plaintext client on the TLS port: counted and logged as a handshake failure, the store serves on', async () => {
     const store = await tlsStore();
     const plain = await new Promise<Socket>((resolve, reject) => {
@@ -163,6 +174,15 @@ describe('store TLS: client certificates', () => {
     const reasons = logged(store, 'TLS handshake failed').map((l) => l.err);
     expect(reasons).toEqual([expect.stringMatching(/no client certificate/), expect.stringMatching(/client certificate refused/)]);
     expect((await store.admin('/readyz')).status).toBe(200);
+  });
+
+  it('require: a store certificate restricted to serverAuth fails the store\'s own readiness probe (SPEC §8: it needs clientAuth too)', async () => {
+    const serverOnly = f.issue('server-only', { cn: 'kvstore', eku: 'serverAuth' });
+    const store = await tlsStore({ tlsCertFile: serverOnly.cert, tlsKeyFile: serverOnly.key, tlsCaFile: f.ca, tlsClientAuth: 'require' });
+    expect(await served(store.port, withClientCert)).toBe(true);
+    expect((await store.admin('/readyz')).status).toBe(503);
+    await waitUntil('the probe\'s refusal counted', async () => (handshakeFailures(store).certificate >= 1 ? true : undefined), { deadlineMs: 5000, everyMs: 10 });
+    expect(logged(store, 'TLS handshake failed')[0]!.err).toMatch(/client certificate refused \(UNSUPPORTED_CERTIFICATE_PURPOSE\)|INVALID_PURPOSE/);
   });
 
   it('require: an expired client certificate is refused', async () => {
