@@ -139,16 +139,24 @@ export class StoreSocket {
       socket.setKeepAlive(true, keepAliveMs ?? 30_000);
       this.#handlers.opened();
     });
-    socket.on('data', (chunk: Buffer) => this.#handlers.data(chunk));
+    let answered = false;
+    // With TLS 1.3 a client learns that the store refused its certificate only when the
+    // store closes the connection after the handshake, before any reply.
+    const refusedHint = (): string =>
+      tls !== undefined && secured && !answered ? ` right after the TLS handshake, before any reply: it may have refused this client's certificate (STORE_TLS_CLIENT_AUTH)` : '';
+    socket.on('data', (chunk: Buffer) => {
+      answered = true;
+      this.#handlers.data(chunk);
+    });
     socket.on('drain', () => this.#handlers.drain());
     socket.on('error', (err) => {
       // An error between the TCP connect and the end of the handshake is the handshake's.
       const inHandshake = tls !== undefined && tcpConnected && !secured;
-      this.#lastError = err instanceof StoreUnavailableError ? err : new StoreUnavailableError(inHandshake ? tlsErrorMessage(target, err) : `store ${target}: ${err.message}`);
+      this.#lastError = err instanceof StoreUnavailableError ? err : new StoreUnavailableError(inHandshake ? tlsErrorMessage(target, err) : `store ${target}: ${err.message}${refusedHint()}`);
     });
     socket.on('close', () => {
       clearTimeout(connectTimer);
-      const err = this.#lastError ?? new StoreUnavailableError(`store ${host}:${port} closed the connection`);
+      const err = this.#lastError ?? new StoreUnavailableError(`store ${host}:${port} closed the connection${refusedHint()}`);
       if (this.#opening?.promise === promise) this.#opening = undefined;
       reject(err);
       this.#gone(socket, err);
