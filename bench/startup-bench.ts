@@ -13,9 +13,11 @@
 // fills Node's compile cache, as any earlier start of the same build on the machine has.
 //
 // --against <checkout> adds the store of another checkout (its add-on built) to the rounds,
-// with the same files: a change's start-up against the build before it.
+// with the same files: a change's start-up against the build before it. --built runs the
+// compiled JavaScript (npm run build's dist/, built first), as the image does, instead of the
+// TypeScript sources `npm start` runs.
 //
-//   node bench/startup-bench.ts [--keys 1000000,4000000] [--value-size 100] [--rounds 3] [--idle-ms 2000] [--kvload <path>] [--against <checkout>] [--no-redis]
+//   node bench/startup-bench.ts [--keys 1000000,4000000] [--value-size 100] [--rounds 3] [--idle-ms 2000] [--kvload <path>] [--against <checkout>] [--built] [--no-redis]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,13 +26,14 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rssOf } from './flood-sampler.ts';
 import { median } from './harness/median.ts';
+import { buildDist } from './harness/build-dist.ts';
 import { numberOption, parseOptions } from './harness/options.ts';
 import { killChildrenOnExit, kvBench, kvloadFill } from './harness/processes.ts';
 import { redisAvailable, startBackend, startRedis, startStore, type Service } from './harness/services.ts';
 import { redisCommand } from './redis/redis-command.ts';
 
 const USAGE =
-  'Usage: node bench/startup-bench.ts [--keys 1000000,4000000] [--value-size 100] [--rounds 3] [--idle-ms 2000] [--kvload <path>] [--against <checkout>] [--no-redis]';
+  'Usage: node bench/startup-bench.ts [--keys 1000000,4000000] [--value-size 100] [--rounds 3] [--idle-ms 2000] [--kvload <path>] [--against <checkout>] [--built] [--no-redis]';
 const values = parseOptions(USAGE, {
   keys: { type: 'string' },
   'value-size': { type: 'string' },
@@ -38,6 +41,7 @@ const values = parseOptions(USAGE, {
   'idle-ms': { type: 'string' },
   kvload: { type: 'string' },
   against: { type: 'string' },
+  built: { type: 'boolean', default: false },
   redis: { type: 'boolean', default: true },
 });
 const sizes = (values.keys ?? '1000000,4000000')
@@ -89,14 +93,14 @@ function storeEnv(snapshot: string | undefined): Record<string, string> {
 
 async function startKvstack(snapshot: string | undefined, idle: boolean, root?: string): Promise<Start> {
   const t0 = performance.now();
-  const store = await startStore({ env: storeEnv(snapshot), timeoutMs: LONG, detached: true, root });
+  const store = await startStore({ env: storeEnv(snapshot), timeoutMs: LONG, detached: true, root, built: values.built });
   try {
     const reply = await linePing(store.port);
     const servingMs = performance.now() - t0;
     if (reply !== 'PONG') throw new Error(`the store answered PING with ${reply}`);
     const start = { servingMs, keys: store.ready!.keys as number, startup: store.ready!.startup as Record<string, number> | undefined };
     if (!idle) return start;
-    const backend = await startBackend({ env: { KV_STORE: `127.0.0.1:${store.port}` }, timeoutMs: LONG, detached: true, root });
+    const backend = await startBackend({ env: { KV_STORE: `127.0.0.1:${store.port}` }, timeoutMs: LONG, detached: true, root, built: values.built });
     try {
       await sleep(idleMs);
       return { ...start, rssBytes: rssOf(store.pid), backendRssBytes: rssOf(backend.pid) };
@@ -177,6 +181,11 @@ try {
     }
     scenarios.push({ name: `${keys.toLocaleString('en-US')} keys`, keys, kvstack: snapshot, redisDir: dir });
   }
+  if (values.built) {
+    log('building the compiled JavaScript (npm run build) ...');
+    buildDist(process.cwd());
+    if (values.against !== undefined) buildDist(values.against);
+  }
   log('one start of the store, not timed, so that Node has compiled its modules into its cache');
   await startKvstack(undefined, false);
   if (values.against !== undefined) await startKvstack(undefined, false, values.against);
@@ -203,7 +212,7 @@ try {
   const label: Record<System, string> = { kvstack: 'kvstack', redis: 'Redis', against: 'kvstack (--against)' };
   const width = 30;
   const lines = [
-    `start-up: spawn to the first PING answered, ms; idle RSS after ${idleMs} ms, MiB; median (range) of ${rounds} rounds, the systems alternating; values of ${valueSize} bytes; Node ${process.version}`,
+    `start-up: spawn to the first PING answered, ms; idle RSS after ${idleMs} ms, MiB; median (range) of ${rounds} rounds, the systems alternating; values of ${valueSize} bytes; Node ${process.version}; kvstack ${values.built ? 'compiled (dist/, as the image runs it)' : 'from its TypeScript sources (as npm start runs it)'}`,
     '',
     `${'scenario'.padEnd(28)}${systems.map((system) => label[system].padEnd(width)).join('')}`,
   ];

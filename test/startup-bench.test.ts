@@ -9,7 +9,7 @@ describe('bench/startup-bench.ts', () => {
   it('prints its usage with --help and starts nothing', () => {
     const r = run('--help');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^Usage: node bench\/startup-bench\.ts .*--keys .*--against <checkout>/);
+    expect(r.stdout).toMatch(/^Usage: node bench\/startup-bench\.ts .*--keys .*--against <checkout>.*--built/);
   });
 
   it('refuses a key count that is not a whole number of at least 1, naming the option, before it starts anything', () => {

@@ -43,6 +43,8 @@ export interface NodeServiceOptions extends StartOptions {
   readonly nodeArgs?: readonly string[];
   /** The checkout whose services run (default: this one). */
   readonly root?: string;
+  /** Run the compiled JavaScript in the checkout's dist/ (build-dist.ts), as the image does, instead of the TypeScript sources. */
+  readonly built?: boolean;
 }
 
 function track<T>(p: ReadyProcess<T>, command: string, port: number, metricsPort: number | undefined, ready: ReadyFields | undefined): Service {
@@ -66,7 +68,7 @@ async function startNodeService(label: string, script: string, readyMsg: string,
   // The caller's variables first, so a report's command line shows them in the caller's order.
   const env: Record<string, string> = { ...o.env };
   for (const [name, value] of Object.entries(defaults)) env[name] ??= value;
-  const args = [...(o.nodeArgs ?? []), script];
+  const args = o.built ? ['--enable-source-maps', ...(o.nodeArgs ?? []), script.replace(/^services\/(.*)\.ts$/, 'dist/$1.js')] : [...(o.nodeArgs ?? []), script];
   const p = await spawnUntilReady({
     label,
     command: process.execPath,
