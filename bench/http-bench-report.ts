@@ -10,11 +10,13 @@ export type HttpBenchMode =
   | 'backend-no-metrics'
   | 'backend-bare'
   | 'naive'
-  | 'backend-3-shards';
+  | 'backend-3-shards'
+  | 'backend-tokens'
+  | 'backend-https';
 /** The modes measured by default (npm run bench). */
 export const HTTP_BENCH_MODES: readonly HttpBenchMode[] = ['bare-node', 'bare-express', 'backend', 'backend-no-express', 'backend-no-logs', 'backend-no-metrics', 'backend-bare', 'naive'];
 /** Every mode, for --modes. */
-export const ALL_HTTP_BENCH_MODES: readonly HttpBenchMode[] = [...HTTP_BENCH_MODES, 'backend-3-shards'];
+export const ALL_HTTP_BENCH_MODES: readonly HttpBenchMode[] = [...HTTP_BENCH_MODES, 'backend-3-shards', 'backend-tokens', 'backend-https'];
 
 export interface HttpBenchResult {
   readonly mode: HttpBenchMode;

@@ -1,8 +1,9 @@
 // The server roles of the HTTP benchmark, each run as a child process by runHttpBench
 // (bench/http-bench.ts): `node bench/http-bench-servers.ts --mode <mode> --port <p>
-// --store-port <p[,p...]> --report <file>`.
-import { writeFileSync } from 'node:fs';
+// --store-port <p[,p...]> --report <file> [--tls-cert <file> --tls-key <file>]`.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseOptions } from './harness/options.ts';
@@ -28,7 +29,11 @@ function accountCpu(server: ReturnType<typeof createHttpServer>, report: string,
   });
 }
 
-async function serve(mode: HttpBenchMode, port: number, storePorts: readonly number[], report: string): Promise<void> {
+/** The token the backend-tokens mode's clients send: one of BENCH_TOKEN_COUNT in its table. */
+export const BENCH_TOKEN = 'bench-write-token-0123456789abcdef';
+const BENCH_TOKEN_COUNT = 20;
+
+async function serve(mode: HttpBenchMode, port: number, storePorts: readonly number[], report: string, tls?: { cert: string; key: string }): Promise<void> {
   const storePort = storePorts[0]!;
   if (mode === 'bare-node') {
     const server = createHttpServer((_req, res) => {
@@ -57,8 +62,9 @@ async function serve(mode: HttpBenchMode, port: number, storePorts: readonly num
   const { loadBackendConfig } = await import('../services/config/config.ts');
 
   const config = loadBackendConfig({});
-  const withMetrics = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-no-express' || mode === 'backend-no-logs' || mode === 'naive';
-  const withLogs = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-no-express' || mode === 'backend-no-metrics' || mode === 'naive';
+  const asShipped = mode === 'backend' || mode === 'backend-3-shards' || mode === 'backend-tokens' || mode === 'backend-https';
+  const withMetrics = asShipped || mode === 'backend-no-express' || mode === 'backend-no-logs' || mode === 'naive';
+  const withLogs = asShipped || mode === 'backend-no-express' || mode === 'backend-no-metrics' || mode === 'naive';
   const logger = createLogger({ name: 'kvbackend', level: withLogs ? 'info' : 'silent' });
   const metrics = withMetrics ? createBackendMetrics({ registry: createMetricsRegistry() }) : undefined;
   // As the service builds it: a ring of one store, or of three, each shard with its own pool.
@@ -84,9 +90,17 @@ async function serve(mode: HttpBenchMode, port: number, storePorts: readonly num
         }
       : pool;
   if (mode !== 'naive') await pool.connect();
-  const appOptions = { store, metrics, logger, maxValueBytes: config.maxValueBytes };
+  // As BACKEND_TOKENS_FILE gives them: a table of several tokens, the clients sending one.
+  let auth;
+  if (mode === 'backend-tokens') {
+    const { BearerAuth } = await import('../services/backend/bearer-auth.ts');
+    const { parseTokens } = await import('../services/config/token-file.ts');
+    const lines = Array.from({ length: BENCH_TOKEN_COUNT - 1 }, (_, i) => `read bench-read-token-${String(i).padStart(16, '0')}`);
+    auth = new BearerAuth(parseTokens([...lines, `write ${BENCH_TOKEN}`].join('\n'), 'bench', 'BACKEND_TOKENS_FILE'));
+  }
+  const appOptions = { store, metrics, logger, maxValueBytes: config.maxValueBytes, auth };
   const app = mode === 'backend-no-express' ? createBackendHandler(appOptions) : createBackendApp(appOptions);
-  const server = createHttpServer(app).listen(port, '127.0.0.1');
+  const server = (mode === 'backend-https' ? createHttpsServer({ cert: tls!.cert, key: tls!.key }, app) : createHttpServer(app)).listen(port, '127.0.0.1');
   accountCpu(server, report, () => {
     server.closeAllConnections();
     pool.destroy();
@@ -94,6 +108,14 @@ async function serve(mode: HttpBenchMode, port: number, storePorts: readonly num
 }
 
 if (import.meta.main) {
-  const values = parseOptions('Usage: node bench/http-bench-servers.ts --mode <mode> --port <p> --store-port <p[,p...]> --report <file>', { mode: { type: 'string' }, port: { type: 'string' }, 'store-port': { type: 'string' }, report: { type: 'string' } });
-  await serve(values.mode as HttpBenchMode, Number(values.port), values['store-port']!.split(',').map(Number), values.report ?? join(tmpdir(), 'http-bench-serve.json'));
+  const values = parseOptions('Usage: node bench/http-bench-servers.ts --mode <mode> --port <p> --store-port <p[,p...]> --report <file> [--tls-cert <file> --tls-key <file>]', {
+    mode: { type: 'string' },
+    port: { type: 'string' },
+    'store-port': { type: 'string' },
+    report: { type: 'string' },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
+  });
+  const tls = values['tls-cert'] && values['tls-key'] ? { cert: readFileSync(values['tls-cert'], 'utf8'), key: readFileSync(values['tls-key'], 'utf8') } : undefined;
+  await serve(values.mode as HttpBenchMode, Number(values.port), values['store-port']!.split(',').map(Number), values.report ?? join(tmpdir(), 'http-bench-serve.json'), tls);
 }

@@ -16,6 +16,11 @@
 //   backend-3-shards  the backend as shipped over a ring of three stores (not in the default
 //                     set: --modes backend,backend-3-shards). The key lives on one shard; the
 //                     difference with `backend` is what routing over a ring costs a request
+//   backend-tokens    the backend as shipped with bearer tokens (a table of 20), every request
+//                     sending one (not in the default set)
+//   backend-https     the backend as shipped over HTTPS (a P-256 certificate made with openssl
+//                     for the run; kept-alive connections, so mostly the cost of encryption;
+//                     wrk only; not in the default set)
 //
 // This file runs the rounds; http-load-generators.ts drives wrk or autocannon,
 // http-bench-servers.ts is each mode's server, http-bench-report.ts prints the report.
@@ -23,7 +28,7 @@
 // [--warmup s] [--rounds n] [--connections n] [--modes a,b] [--load-generator wrk|autocannon]
 // [--json]` runs it alone. A benchmark, not a test:
 // numbers depend on the machine; compare modes within one run.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +39,7 @@ import { median, medianBy } from './harness/median.ts';
 import { numberOption, parseOptions } from './harness/options.ts';
 import { processCpuSeconds } from './harness/process-cpu.ts';
 import { startStore, type Service } from './harness/services.ts';
+import { BENCH_TOKEN } from './http-bench-servers.ts';
 import { ALL_HTTP_BENCH_MODES, formatHttpBench, HTTP_BENCH_MODES, type HttpBenchMode, type HttpBenchReport, type HttpBenchResult } from './http-bench-report.ts';
 import { autocannonLoadGenerator, defaultLoadGenerator, wrkLoadGenerator, type LoadGenerator, type LoadGeneratorName, type LoadRun } from './http-load-generators.ts';
 
@@ -108,6 +114,8 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
 
   const reportDir = mkdtempSync(join(tmpdir(), 'kvstack-http-bench-'));
   const load = loadGeneratorName === 'wrk' ? wrkLoadGenerator(reportDir) : autocannonLoadGenerator();
+  // The HTTPS mode's certificate, made for this run and removed with its directory.
+  const tlsArgs = modes.includes('backend-https') ? makeCertificate(reportDir) : [];
   // One store; two more when a mode runs over a ring of three (they hold the key too, so
   // the ring may route it to any of them).
   const storeCount = modes.includes('backend-3-shards') ? 3 : 1;
@@ -124,19 +132,20 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
       const port = await freePort();
       const report = join(reportDir, `${mode}-${round}.json`);
       const servedStores = mode === 'backend-3-shards' ? storePorts.join(',') : String(storePort);
-      const server = startChild(['bench/http-bench-servers.ts', '--mode', mode, '--port', String(port), '--store-port', servedStores, '--report', report], {});
+      const server = startChild(['bench/http-bench-servers.ts', '--mode', mode, '--port', String(port), '--store-port', servedStores, '--report', report, ...(mode === 'backend-https' ? tlsArgs : [])], {});
+      const headers = mode === 'backend-tokens' ? { Authorization: `Bearer ${BENCH_TOKEN}` } : undefined;
       let r: LoadRun;
       let storeCpu: number | undefined;
       let loadGeneratorCpuPercent = 0;
       try {
         await waitForPort(port, server);
         log(`http-bench: round ${round}/${roundCount} ${mode}: ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections (${loadGeneratorName})`);
-        const url = `http://127.0.0.1:${port}/${KEY}`;
-        if (warmupSeconds > 0) await load(url, connections, warmupSeconds);
+        const url = `${mode === 'backend-https' ? 'https' : 'http'}://127.0.0.1:${port}/${KEY}`;
+        if (warmupSeconds > 0) await load(url, connections, warmupSeconds, headers);
         server.kill('SIGUSR2'); // the server starts counting CPU time and requests here
         const storeCpuBefore = sumCpu(stores);
         const startedAt = performance.now();
-        r = await load(url, connections, durationSeconds);
+        r = await load(url, connections, durationSeconds, headers);
         loadGeneratorCpuPercent = Math.round((r.cpuMicros / ((performance.now() - startedAt) * 1000)) * 100);
         const storeCpuAfter = sumCpu(stores);
         if (storeCpuBefore !== undefined && storeCpuAfter !== undefined && r.requests > 0) {
@@ -195,6 +204,8 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   ratio('cost of metrics: backend / backend-no-metrics', rps('backend'), rps('backend-no-metrics'));
   ratio('cost of logging: backend / backend-no-logs', rps('backend'), rps('backend-no-logs'));
   ratio('routing over a ring of three: backend-3-shards / backend (goal >= 0.95)', rps('backend-3-shards'), rps('backend'));
+  ratio('bearer tokens: backend-tokens / backend (goal >= 0.95)', rps('backend-tokens'), rps('backend'));
+  ratio('HTTPS: backend-https / backend', rps('backend-https'), rps('backend'));
   // CPU per request is steadier than throughput on a shared machine: the costs in µs.
   const cpu = (mode: HttpBenchMode) => results.find((r) => r.mode === mode)?.serverCpuMicrosPerRequest;
   const delta = (name: string, a: number | undefined, b: number | undefined) => {
@@ -205,6 +216,8 @@ export async function runHttpBench(options: HttpBenchOptions = {}): Promise<Http
   delta('access logs, server CPU µs/req (backend - backend-no-logs)', cpu('backend'), cpu('backend-no-logs'));
   delta('store round trip and app, server CPU µs/req (backend-bare - bare-express)', cpu('backend-bare'), cpu('bare-express'));
   delta('routing over three shards, server CPU µs/req (backend-3-shards - backend)', cpu('backend-3-shards'), cpu('backend'));
+  delta('bearer tokens, server CPU µs/req (backend-tokens - backend)', cpu('backend-tokens'), cpu('backend'));
+  delta('HTTPS, server CPU µs/req (backend-https - backend)', cpu('backend-https'), cpu('backend'));
   return { loadGenerator: loadGeneratorName, connections, durationSeconds, rounds: roundCount, node: process.version, results, ratios };
 }
 
@@ -217,6 +230,14 @@ function sumCpu(children: readonly { readonly pid: number }[]): number | undefin
     sum += cpu * 1e6;
   }
   return sum;
+}
+
+/** A self-signed P-256 certificate for 127.0.0.1 in `dir`: the HTTPS mode's server arguments. */
+function makeCertificate(dir: string): string[] {
+  const cert = join(dir, 'bench.crt');
+  const key = join(dir, 'bench.key');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  return ['--tls-cert', cert, '--tls-key', key];
 }
 
 async function prefill(storePort: number, valueBytes: number): Promise<void> {

@@ -19,7 +19,8 @@ export interface LoadRun {
   /** CPU time the load generator used (user + system), in µs. */
   readonly cpuMicros: number;
 }
-export type LoadGenerator = (url: string, connections: number, durationSeconds: number) => Promise<LoadRun>;
+/** `headers` are sent with every request (an Authorization header, say). */
+export type LoadGenerator = (url: string, connections: number, durationSeconds: number, headers?: Record<string, string>) => Promise<LoadRun>;
 
 /** wrk if it is on PATH (Debian: apt-get install wrk), else autocannon. */
 export function defaultLoadGenerator(): LoadGeneratorName {
@@ -53,10 +54,11 @@ export function wrkLoadGenerator(workDir: string): LoadGenerator {
   const script = join(workDir, 'report.lua');
   writeFileSync(script, WRK_REPORT_SCRIPT);
   let runs = 0;
-  return async (url, connections, durationSeconds) => {
+  return async (url, connections, durationSeconds, headers = {}) => {
     const report = join(workDir, `wrk-${++runs}.json`);
     // wrk takes whole seconds only (`-d0.5s` is a usage error): a shorter run is one second.
-    const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.ceil(durationSeconds))}s`, '-s', script, url];
+    const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+    const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.ceil(durationSeconds))}s`, ...headerArgs, '-s', script, url];
     const stdout = await new Promise<string>((resolve, reject) => {
       const child = spawn('sh', ['-c', 'wrk "$@" >/dev/null && times', 'sh', ...args], { env: { ...process.env, WRK_REPORT: report }, stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
@@ -82,9 +84,10 @@ export function wrkLoadGenerator(workDir: string): LoadGenerator {
 }
 
 export function autocannonLoadGenerator(): LoadGenerator {
-  return async (url, connections, durationSeconds) => {
+  return async (url, connections, durationSeconds, headers) => {
+    if (url.startsWith('https:')) throw new Error('the HTTPS mode needs wrk (autocannon here does not take the bench\'s own CA)');
     const before = process.cpuUsage();
-    const r = await autocannon({ url, connections, duration: durationSeconds });
+    const r = await autocannon({ url, connections, duration: durationSeconds, headers });
     const used = process.cpuUsage(before);
     return {
       requestsPerSecond: r.requests.average,
@@ -106,6 +109,6 @@ interface AutocannonResult {
   non2xx: number;
   statusCodeStats?: Record<string, { count: number }>;
 }
-type Autocannon = (opts: { url: string; connections: number; duration: number; pipelining?: number }) => Promise<AutocannonResult>;
+type Autocannon = (opts: { url: string; connections: number; duration: number; pipelining?: number; headers?: Record<string, string> | undefined }) => Promise<AutocannonResult>;
 // autocannon ships no types; this is the one call we make.
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
