@@ -51,6 +51,9 @@ describe('the backend against password-protected stores', () => {
     const config = loadBackendConfig({ KV_STORE_PASSWORD_FILE: passwordFile('backend', `${PASSWORD}\n`) });
     const backend = await h.backend(store.port, { storePassword: config.storePassword });
     expect((await send(backend.port, 'PUT', '/k', 'v')).status).toBe(204);
+    // The store's own file during a rotation (new, then old): the client sends the first line.
+    const rotating = loadBackendConfig({ KV_STORE_PASSWORD_FILE: passwordFile('rotating', `${PASSWORD}\nthe old one\n`) });
+    expect(rotating.storePassword?.reveal()).toBe(PASSWORD);
   });
 
   it('a wrong password: the shard is down (503), readiness fails, and the reason is logged once per shard, not the password', async () => {

@@ -195,12 +195,13 @@ describe('store password: settings', () => {
     expect(loadStoreConfig({ STORE_PASSWORD_FILE: file('none', ' no newline ') }).password?.reveal()).toBe(' no newline ');
   });
 
-  it('refuses both set, an unreadable file, an empty one, or a password of two lines, naming the variable and never the password', () => {
+  it('refuses both set, an unreadable file, an empty one, more than two lines (a password and the previous one), or a password with a line break, naming the variable and never the password', () => {
     const attempts: [Record<string, string>, RegExp][] = [
       [{ STORE_PASSWORD: 'sekrit-1', STORE_PASSWORD_FILE: file('both', 'sekrit-2') }, /STORE_PASSWORD and STORE_PASSWORD_FILE are both set/],
       [{ STORE_PASSWORD_FILE: join(dir, 'missing') }, /STORE_PASSWORD_FILE=.*missing.* cannot read it \(ENOENT\)/],
       [{ STORE_PASSWORD_FILE: file('empty', '\n') }, /STORE_PASSWORD_FILE=.* it is empty/],
-      [{ STORE_PASSWORD_FILE: file('two', 'sekrit-3\nsekrit-4\n') }, /STORE_PASSWORD_FILE=.* line break/],
+      [{ STORE_PASSWORD_FILE: file('three', 'sekrit-3\nsekrit-4\nsekrit-7\n') }, /STORE_PASSWORD_FILE=.* holds 3 lines/],
+      [{ STORE_PASSWORD_FILE: file('empty-previous', 'sekrit-8\n\n') }, /STORE_PASSWORD_FILE=.* previous password .* it is empty/],
       [{ STORE_PASSWORD: 'sekrit-5\nx' }, /STORE_PASSWORD is invalid: .*line break/],
       [{ STORE_PASSWORD: 'sekrit-6\r' }, /STORE_PASSWORD is invalid: .*carriage return/],
     ];

@@ -60,6 +60,43 @@ describe('store password file: reloads', () => {
     expect(JSON.stringify(store.logs)).not.toContain(OLD);
   });
 
+  it('during a rotation the file holds the new password and the old one: both let in, until the old line goes', async () => {
+    const file = join(newDir(), 'password');
+    writeFileSync(file, `${OLD}\n`);
+    const store = await startTestStore({ passwordFile: file, logLevel: 'debug' });
+    const before = await authenticated(store, OLD);
+    // Step 1: the new password first, the old one still accepted.
+    writeFileSync(file, `${NEW}\n${OLD}\n`);
+    store.service.reload();
+    expect(await accepts(store, NEW)).toBe(true);
+    expect(await accepts(store, OLD)).toBe(true);
+    expect(await accepts(store, `${NEW}\n${OLD}`.split('\n').join(' '))).toBe(false);
+    expect(logged(store, 'store password reloaded').at(-1)).toMatchObject({ changed: true, accepted: 2 });
+    // Step 2 (the clients have the new one): the old line goes.
+    writeFileSync(file, NEW);
+    store.service.reload();
+    expect(await accepts(store, NEW)).toBe(true);
+    expect(await accepts(store, OLD)).toBe(false);
+    expect(logged(store, 'store password reloaded').at(-1)).toMatchObject({ changed: true, accepted: 1 });
+    expect(await before.request('PING')).toBe('PONG');
+    // Three lines is no rotation: refused, the passwords in use kept.
+    writeFileSync(file, `${NEW}\n${OLD}\nthird\n`);
+    store.service.reload();
+    expect(String(logged(store, 'store password reload failed')[0]!.err)).toMatch(/holds 3 lines/);
+    expect(await accepts(store, NEW)).toBe(true);
+    expect(JSON.stringify(store.logs)).not.toContain(NEW);
+    expect(JSON.stringify(store.logs)).not.toContain(OLD);
+  });
+
+  it('a store started during a rotation accepts both lines of its file', async () => {
+    const file = join(newDir(), 'password');
+    writeFileSync(file, `${NEW}\r\n${OLD}\r\n`);
+    const store = await startTestStore({ passwordFile: file });
+    expect(await accepts(store, NEW)).toBe(true);
+    expect(await accepts(store, OLD)).toBe(true);
+    expect(await accepts(store, 'neither')).toBe(false);
+  });
+
   it('a change on disk is picked up with no signal: a file rewritten, and a Kubernetes symlink swap', async () => {
     // The layout kubelet makes: password -> ..data/password, ..data -> ..<timestamp>/.
     const dir = newDir();

@@ -88,7 +88,7 @@ export const storeSettings = {
     env: 'STORE_PASSWORD_FILE',
     default: '',
     description:
-      'A file holding the password instead (a Docker or Kubernetes secret); one trailing line break is dropped. Read at start-up, again on SIGHUP and when it changes on disk (looked at every 5 s; a Kubernetes symlink swap included): new connections need the new password, those already in stay. A reload that fails keeps the password in use. Not with STORE_PASSWORD.',
+      'A file holding the password instead (a Docker or Kubernetes secret); one trailing line break is dropped. During a rotation a second line holds the previous password, accepted too (see Security). Read at start-up, again on SIGHUP and when it changes on disk (looked at every 5 s; a Kubernetes symlink swap included): new connections need a password the file holds, those already in stay. A reload that fails keeps the passwords in use. Not with STORE_PASSWORD.',
     parse: passwordFilePath,
   },
   tlsCertFile: {
@@ -174,7 +174,7 @@ export const backendSettings = {
   storePasswordFile: {
     env: 'KV_STORE_PASSWORD_FILE',
     default: '',
-    description: 'A file holding that password instead, read at start-up; one trailing line break is dropped. Not with KV_STORE_PASSWORD.',
+    description: 'A file holding that password instead, read at start-up; one trailing line break is dropped. Its first line is sent: the store\'s own file, with a previous password on its second line during a rotation, serves as it is. Not with KV_STORE_PASSWORD.',
     parse: passwordFilePath,
   },
   storeTls: {

@@ -27,21 +27,37 @@ export function passwordFilePath(raw: string): string {
   return raw;
 }
 
+/** What a password file holds: the password, and during a rotation the one before it, which the store accepts too. */
+export interface FilePasswords {
+  readonly password: Secret;
+  readonly previous: Secret | undefined;
+}
+
 /**
- * The password held in `path`: the whole file but one trailing line break (LF or CRLF),
- * as `echo` and editors leave one. Throws a ConfigError naming `env` and the path.
+ * The passwords held in `path`: one line, or two during a rotation (the password, then the
+ * previous one), one trailing line break (LF or CRLF) dropped, as `echo` and editors leave
+ * one. Throws a ConfigError naming `env` and the path, never a password.
  */
-export function readPasswordFile(path: string, env: string): Secret {
+export function readPasswords(path: string, env: string): FilePasswords {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(`${env}=${JSON.stringify(path)} is invalid: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  const password = text.replace(/\r?\n$/, '');
-  const why = unusable(password);
-  if (why !== undefined) throw new ConfigError(`${env}=${JSON.stringify(path)} is invalid: the password in it is unusable: ${why}`);
-  return new Secret(password);
+  const lines = text.replace(/\r?\n$/, '').split(/\r?\n/);
+  if (lines.length > 2) throw new ConfigError(`${env}=${JSON.stringify(path)} is invalid: it holds ${lines.length} lines (the password, and during a rotation the previous one: two at most)`);
+  const [password, previous] = lines.map((line, i) => {
+    const why = unusable(line);
+    if (why !== undefined) throw new ConfigError(`${env}=${JSON.stringify(path)} is invalid: the ${i === 0 ? 'password' : 'previous password (its second line)'} in it is unusable: ${why}`);
+    return new Secret(line);
+  });
+  return { password: password!, previous };
+}
+
+/** The password held in `path` (its first line: a client sends that one). Throws as readPasswords does. */
+export function readPasswordFile(path: string, env: string): Secret {
+  return readPasswords(path, env).password;
 }
 
 /** Where a password comes from: the variable that holds it and the one that names its file. */

@@ -1,6 +1,5 @@
-import { readPasswordFile } from '../config/password-settings.ts';
+import { readPasswords, type FilePasswords } from '../config/password-settings.ts';
 import type { Logger } from '../shared/logger.ts';
-import type { Secret } from '../shared/secret.ts';
 import { WatchedFiles, type ReloadReason } from '../shared/watched-files.ts';
 import type { PasswordCheck } from './network/password-check.ts';
 
@@ -19,20 +18,21 @@ export interface PasswordFileOptions {
 /**
  * The store's password file, read again on SIGHUP (reload()) and when it changes on disk
  * (WatchedFiles). A new password applies to AUTH attempts from then on; connections that
- * authenticated with the old one stay authenticated, so nothing is dropped. A reload that
- * fails (an unreadable, empty or multi-line file) keeps the password in use, is counted,
- * and is logged once until a reload succeeds.
+ * authenticated with the old one stay authenticated, so nothing is dropped. During a
+ * rotation the file's second line is the previous password, accepted too. A reload that
+ * fails (an unreadable or empty file, more than two lines) keeps the passwords in use, is
+ * counted, and is logged once until a reload succeeds.
  */
 export class PasswordFile {
-  readonly #watch: WatchedFiles<Secret>;
+  readonly #watch: WatchedFiles<FilePasswords>;
 
   constructor({ path, env, check, logger, onFailure, pollMs }: PasswordFileOptions) {
     this.#watch = new WatchedFiles({
       what: 'store password',
       paths: [path],
-      load: () => readPasswordFile(path, env),
-      // Whether it changed, never the password: new connections must send the new one.
-      apply: (password) => ({ path, changed: check.replace(password) }),
+      load: () => readPasswords(path, env),
+      // Whether they changed and how many are accepted, never a password.
+      apply: ({ password, previous }) => ({ path, changed: check.replace(password, previous), accepted: check.accepted }),
       logger,
       onFailure,
       pollMs,

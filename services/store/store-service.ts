@@ -6,6 +6,7 @@ import { createAdminApp } from '../shared/admin-app.ts';
 import { bindError } from '../shared/bind-error.ts';
 import { lineBound } from '../protocol/limits.ts';
 import { storeSettings, type StoreConfig } from '../config/config.ts';
+import { readPasswords } from '../config/password-settings.ts';
 import { closeServer } from '../shared/close-server.ts';
 import { listen } from '../shared/listen.ts';
 import { warmUpCommandPath } from './runtime/code-warmup.ts';
@@ -189,7 +190,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     socket.once('close', () => probeSockets.delete(socket));
   };
   let server: StoreServer | undefined;
-  const passwordCheck = new PasswordCheck(config.password);
+  // The password file's second line, during a rotation, is a previous password still accepted.
+  const passwords = config.passwordFile === '' ? { password: config.password, previous: undefined } : readPasswords(config.passwordFile, storeSettings.passwordFile.env);
+  const passwordCheck = new PasswordCheck(passwords.password, passwords.previous);
   const metrics = createStoreMetrics({
     registry,
     engine,

@@ -6,40 +6,51 @@ export const MAX_AUTH_FAILURES = 3;
 
 const digestOf = (bytes: Uint8Array): Buffer => createHash('sha256').update(bytes).digest();
 
+const secretDigest = (secret: Secret): Buffer => digestOf(Buffer.from(secret.reveal(), 'utf8'));
+
 /**
- * The store's password, held as its SHA-256 digest, and the check of an AUTH attempt.
- * Both sides of the comparison are digests of the same length, compared with
- * timingSafeEqual: how long a check takes says nothing of how much of the password an
- * attempt got right, nor of the password's length. Without a password every connection
- * is authenticated from the start and AUTH is refused as not enabled.
+ * The store's password, held as its SHA-256 digest, and the check of an AUTH attempt;
+ * during a rotation also the previous password, accepted as well. Both sides of each
+ * comparison are digests of the same length, compared with timingSafeEqual, and an attempt
+ * is compared with every password held: how long a check takes says nothing of how much of
+ * a password an attempt got right, nor of its length, nor of which one it matched. Without
+ * a password every connection is authenticated from the start and AUTH is refused as not
+ * enabled.
  */
 export class PasswordCheck {
-  #digest: Buffer | undefined;
+  /** The password's digest first, then the previous one's; empty: no password. */
+  #digests: readonly Buffer[];
 
-  constructor(password: Secret | undefined) {
-    this.#digest = password === undefined ? undefined : digestOf(Buffer.from(password.reveal(), 'utf8'));
+  constructor(password: Secret | undefined, previous?: Secret) {
+    this.#digests = password === undefined ? [] : [password, ...(previous ? [previous] : [])].map(secretDigest);
   }
 
   get enabled(): boolean {
-    return this.#digest !== undefined;
+    return this.#digests.length > 0;
   }
 
-  /** Whether the attempt buf[start, end) is the password (false when none is set). */
+  /** Passwords accepted: 0, 1, or 2 during a rotation. */
+  get accepted(): number {
+    return this.#digests.length;
+  }
+
+  /** Whether the attempt buf[start, end) is a password accepted (false when none is set). */
   matches(buf: Buffer, start: number, end: number): boolean {
-    const expected = this.#digest;
-    if (expected === undefined) return false;
-    return timingSafeEqual(digestOf(buf.subarray(start, end)), expected);
+    const attempt = digestOf(buf.subarray(start, end));
+    let match = false;
+    for (const digest of this.#digests) match = timingSafeEqual(attempt, digest) || match;
+    return match;
   }
 
   /**
-   * A new password (the password file was read again): connections authenticated with
-   * the old one stay so; new attempts are checked against this one. Returns whether it
-   * differs from the one it replaces.
+   * New passwords (the password file was read again): connections authenticated before
+   * stay so; new attempts are checked against these. Returns whether they differ from the
+   * ones they replace.
    */
-  replace(password: Secret): boolean {
-    const digest = digestOf(Buffer.from(password.reveal(), 'utf8'));
-    const changed = this.#digest === undefined || !timingSafeEqual(digest, this.#digest);
-    this.#digest = digest;
+  replace(password: Secret, previous?: Secret): boolean {
+    const digests = [password, ...(previous ? [previous] : [])].map(secretDigest);
+    const changed = digests.length !== this.#digests.length || digests.some((d, i) => !timingSafeEqual(d, this.#digests[i]!));
+    this.#digests = digests;
     return changed;
   }
 }
