@@ -154,6 +154,21 @@ describe('kv over TLS', () => {
     expect(noCert.code).toBe(2);
   });
 
+  it('kv bench authenticates and speaks TLS as the other commands do, and says when the store refuses its password', async () => {
+    const store = await secureStore();
+    const tlsArgs = ['--store', `127.0.0.1:${store.port}`, '--tls-ca-file', f.ca, '--tls-cert-file', f.client.cert, '--tls-key-file', f.client.key];
+    const bench = ['bench', '-c', '4', '-P', '8', '-n', '2000', '--keyspace', '500', '--warmup', '0', '--json'];
+    const ok = await kv([...tlsArgs, ...bench]);
+    expect(ok.code, ok.stderr).toBe(0);
+    const result = JSON.parse(ok.out) as { ok: boolean; requests: number; errors: number; wrongReplies: number };
+    expect(result).toMatchObject({ ok: true, requests: 2000, errors: 0, wrongReplies: 0 });
+    expect(store.service.metrics.authFailures).toBe(0);
+    const wrong = await kv([...tlsArgs, ...bench], { KV_STORE_PASSWORD: 'not the password' });
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/refused AUTH: ERROR invalid password/);
+    expect(wrong.stderr + wrong.out).not.toContain('not the password');
+  });
+
   it('--tls against a plaintext store: exit 2 with a message saying the port does not speak TLS', async () => {
     const store = await startTestStore({ password: new Secret(PASSWORD) });
     const r = await kv(['--store', `127.0.0.1:${store.port}`, '--tls', '--timeout', '500', 'ping']);

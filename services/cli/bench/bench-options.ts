@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util';
 import type { GlobalOptions } from '../cli-args.ts';
 import type { StoreShard } from '../../config/store-list.ts';
+import type { StoreTlsConnectOptions } from '../../client/client-tls.ts';
 import { resolveStoreShards } from '../store-address.ts';
+import { resolveCliPassword } from '../store-password.ts';
+import { resolveCliTls } from '../store-tls.ts';
 import { UsageError } from '../usage-error.ts';
 import { MAX_KEYSPACE } from './command-encoder.ts';
 
@@ -25,6 +28,10 @@ export interface BenchOptions {
   readonly json: boolean;
   readonly timeoutMs: number;
   readonly help: boolean;
+  /** The AUTH line each connection sends first, with the store's password (as `kv` finds it); never printed. */
+  readonly auth?: Uint8Array;
+  /** TLS to the store (--tls, --tls-*-file, KV_STORE_TLS*), its files read once for the run. */
+  readonly tls?: StoreTlsConnectOptions;
 }
 
 export const BENCH_DEFAULTS = {
@@ -144,5 +151,16 @@ export function parseBenchOptions(argv: readonly string[], global: GlobalOptions
     json: Boolean(values.json || global.json),
     timeoutMs: int('--timeout', values.timeout, global.timeoutMs ?? BENCH_DEFAULTS.timeoutMs, 1, 600_000),
     help,
+    ...(help ? {} : secureOptions(env, global)),
+  };
+}
+
+/** The password and TLS settings `kv` takes for every command, as kv bench uses them. */
+function secureOptions(env: Record<string, string | undefined>, global: GlobalOptions): { auth?: Uint8Array; tls?: StoreTlsConnectOptions } {
+  const password = resolveCliPassword(env, global.passwordFile);
+  const tls = resolveCliTls(env, global);
+  return {
+    ...(password ? { auth: Buffer.from(`AUTH ${password.reveal()}\n`, 'utf8') } : {}),
+    ...(tls ? { tls: tls.connectOptions() } : {}),
   };
 }

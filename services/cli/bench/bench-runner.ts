@@ -72,6 +72,8 @@ function loadOptions(o: BenchOptions, protocol: BenchProtocol, connections: numb
     valueSize: o.valueSize,
     getFraction: o.ratio.get / (o.ratio.get + o.ratio.set),
     timeoutMs: o.timeoutMs,
+    auth: o.auth,
+    tls: o.tls,
   };
 }
 

@@ -1,4 +1,6 @@
-import { connect, type Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { StoreTlsConnectOptions } from '../../client/client-tls.ts';
 import type { BenchProtocol } from './bench-protocol.ts';
 import type { CommandEncoder } from './command-encoder.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
@@ -20,6 +22,10 @@ export interface LoadOptions {
   readonly getFraction: number;
   /** A batch unanswered this long aborts the run; also the connect time-out. */
   readonly timeoutMs: number;
+  /** Sent first on each connection, before any load (the line protocol's AUTH); its one reply line must be OK. */
+  readonly auth?: Uint8Array;
+  /** Connect over TLS with these. */
+  readonly tls?: StoreTlsConnectOptions;
 }
 
 export interface PhaseResult {
@@ -97,17 +103,41 @@ export class LoadGenerator {
 
   /** Opens every connection; rejects with a readable message when the server cannot be reached. */
   async connect(): Promise<void> {
-    const { host, port, connections, protocol, valueSize, timeoutMs, pipeline } = this.options;
+    const { host, port, connections, protocol, valueSize, timeoutMs, pipeline, auth, tls } = this.options;
     const opened = Array.from({ length: connections }, () => {
-      const socket = connect({ host, port, noDelay: true });
+      const socket = tls
+        ? tlsConnect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...tls }).setNoDelay(true)
+        : connect({ host, port, noDelay: true });
       const conn = new BenchConnection(socket, protocol.createScanner(valueSize), Math.max(pipeline, PREFILL_DEPTH));
       this.#conns.push(conn);
-      socket.on('data', (chunk: Buffer) => this.#onData(conn, chunk));
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => socket.destroy(new Error(`connect timed out after ${timeoutMs} ms`)), timeoutMs);
-        socket.once('connect', () => {
+        const ready = (): void => {
           clearTimeout(timer);
+          socket.on('data', (chunk: Buffer) => this.#onData(conn, chunk));
           resolve();
+        };
+        socket.once(tls ? 'secureConnect' : 'connect', () => {
+          if (auth === undefined) return ready();
+          // AUTH first; its reply, one line, is read here and never reaches the load's scanner.
+          let reply = '';
+          const onReply = (chunk: Buffer): void => {
+            reply += chunk.toString('latin1');
+            const eol = reply.indexOf('\n');
+            if (eol === -1) return;
+            socket.off('data', onReply);
+            const line = reply.slice(0, eol).replace(/\r$/, '');
+            // A store without a password says so and serves: as the client library, carry on.
+            if (line !== 'OK' && line !== 'ERROR authentication not enabled') {
+              clearTimeout(timer);
+              reject(new Error(`the store at ${host}:${port} refused AUTH: ${line}`));
+              socket.destroy();
+              return;
+            }
+            ready();
+          };
+          socket.on('data', onReply);
+          socket.write(auth);
         });
         socket.on('error', (err) => {
           clearTimeout(timer);
