@@ -1,0 +1,70 @@
+import { AbstractStartedContainer, GenericContainer, Wait } from 'testcontainers';
+import { STORE_PORT, type StartedKvstackContainer } from './kvstack-container.ts';
+
+/** The backend's image as docker-compose.yml names it: built from deploy/Dockerfile's `backend` target. */
+export const KVSTACK_BACKEND_IMAGE = 'kvstack-backend:local';
+/** The backend's HTTP port inside the container: every path is a key. */
+export const BACKEND_HTTP_PORT = 8080;
+/** The backend's admin HTTP port inside the container. */
+export const BACKEND_ADMIN_PORT = 8081;
+const PASSWORD_FILE = '/run/kvstack/store-password';
+
+/**
+ * The kvstack HTTP backend in a container, in front of started store containers:
+ * `await new KvstackBackendContainer().withStore(store).start()`, or `withStore(a, b, c)`
+ * for a ring of shards (named `store-0`, `store-1`… in the order given).
+ *
+ * The default wait is the admin port's `/readyz` over HTTP from the host, 200 once the
+ * backend's pooled connections reach a store: started means it serves. Set after the
+ * constructor, a wait strategy of the caller's wins.
+ */
+export class KvstackBackendContainer extends GenericContainer {
+  constructor(image: string = KVSTACK_BACKEND_IMAGE) {
+    super(image);
+    this.withExposedPorts(BACKEND_HTTP_PORT, BACKEND_ADMIN_PORT)
+      .withEnvironment({ PORT: String(BACKEND_HTTP_PORT), BACKEND_METRICS_PORT: String(BACKEND_ADMIN_PORT) })
+      .withWaitStrategy(Wait.forHttp('/readyz', BACKEND_ADMIN_PORT).forStatusCode(200))
+      .withStartupTimeout(60_000);
+  }
+
+  /**
+   * The stores behind it (KV_STORE), reached over the first Docker network of the first
+   * store, which the backend joins: start the stores on a Network of yours to choose it.
+   * Their password, which they must share, goes in a file (KV_STORE_PASSWORD_FILE).
+   */
+  withStore(...stores: StartedKvstackContainer[]): this {
+    if (stores.length === 0) throw new TypeError('withStore: at least one started KvstackContainer');
+    const network = stores[0]!.getNetworkNames()[0];
+    if (network === undefined) throw new TypeError('withStore: the store container is on no Docker network');
+    const passwords = new Set(stores.map((s) => s.getPassword()));
+    if (passwords.size > 1) throw new TypeError('withStore: the stores of one ring share one password (KV_STORE_PASSWORD_FILE)');
+    const list = stores.map((s, i) => {
+      const address = s.getIpAddress(network);
+      if (!address) throw new TypeError(`withStore: store ${i} is not on the network ${network}`);
+      return stores.length === 1 ? `${address}:${STORE_PORT}` : `store-${i}=${address}:${STORE_PORT}`;
+    });
+    this.withNetworkMode(network).withEnvironment({ KV_STORE: list.join(',') });
+    const [password] = passwords;
+    if (password !== undefined) {
+      this.withEnvironment({ KV_STORE_PASSWORD_FILE: PASSWORD_FILE }).withCopyContentToContainer([{ content: password, target: PASSWORD_FILE, mode: 0o444 }]);
+    }
+    return this;
+  }
+
+  override async start(): Promise<StartedKvstackBackendContainer> {
+    return new StartedKvstackBackendContainer(await super.start());
+  }
+}
+
+/** A started backend: its HTTP and admin URLs, and `await using`. */
+export class StartedKvstackBackendContainer extends AbstractStartedContainer {
+  /** `http://host:port` of the HTTP cache API (`PUT /<key>`, `GET /<key>`, ...). */
+  getHttpUrl(): string {
+    return `http://${this.getHost()}:${this.getMappedPort(BACKEND_HTTP_PORT)}`;
+  }
+
+  /** `http://host:port` of the admin endpoints (`/metrics`, `/livez`, `/readyz`, `/healthz`). */
+  getAdminUrl(): string {
+    return `http://${this.getHost()}:${this.getMappedPort(BACKEND_ADMIN_PORT)}`;
+  }
+}
