@@ -59,18 +59,20 @@ describe('the packed project', () => {
     const allowed = /^(lib\/.+\.(js|d\.ts)|bin\/kv\.js|bin\/require-node-24\.js|package\.json|README\.md|CHANGELOG\.md|LICENSE)$/;
     expect(paths.filter((p) => !allowed.test(p))).toEqual([]);
     expect(paths.filter((p) => /^(test|bench|services|docs|grafana|deploy)\/|(^|\/)fixtures\//.test(p))).toEqual([]);
-    for (const p of ['lib/client/index.js', 'lib/client/index.d.ts', 'lib/cli/kv-main.js', 'bin/kv.js', 'CHANGELOG.md', 'LICENSE', 'README.md']) expect(paths).toContain(p);
+    for (const p of ['lib/client/index.js', 'lib/client/index.d.ts', 'lib/testcontainers/index.js', 'lib/testcontainers/index.d.ts', 'lib/cli/kv-main.js', 'bin/kv.js', 'CHANGELOG.md', 'LICENSE', 'README.md']) expect(paths).toContain(p);
     for (const js of paths.filter((p) => p.endsWith('.js') && p.startsWith('lib/'))) expect(paths).toContain(js.replace(/\.js$/, '.d.ts'));
     console.log(`${pack.filename}: ${(pack.size / 1024).toFixed(1)} KiB packed, ${(pack.unpackedSize / 1024).toFixed(1)} KiB unpacked, ${pack.files.length} files`);
     // A bound that notices something large slipping in (it is about 100 KiB).
     expect(pack.size).toBeLessThan(200 * 1024);
   });
 
-  it('kvstack/client imports from plain JavaScript and talks to a real store; internals stay closed', async () => {
+  it('kvstack/client and kvstack/testcontainers import from plain JavaScript, the client talks to a real store; internals stay closed', async () => {
     await writeFile(
       join(app, 'client.mjs'),
       `import { StoreConnection, StoreReplyError, StoreError, parseStoreUrl } from 'kvstack/client';
 import pkg from 'kvstack/package.json' with { type: 'json' };
+import { KvstackContainer, KvstackBackendContainer } from 'kvstack/testcontainers';
+import { GenericContainer } from 'testcontainers';
 const store = new StoreConnection(parseStoreUrl(process.env.KVSTACK_URL));
 await store.set('from-the-tarball', 'yes');
 const value = await store.get('from-the-tarball');
@@ -79,20 +81,32 @@ const closed = [];
 for (const path of ['kvstack', 'kvstack/lib/client/index.js', 'kvstack/services/client/index.ts']) {
   try { await import(path); } catch (err) { closed.push(err.code); }
 }
-console.log(JSON.stringify({ version: pkg.version, value: value.toString(), subclass: StoreReplyError.prototype instanceof StoreError, closed }));
+const modules = [new KvstackContainer(), new KvstackBackendContainer()].every((c) => c instanceof GenericContainer);
+console.log(JSON.stringify({ version: pkg.version, value: value.toString(), subclass: StoreReplyError.prototype instanceof StoreError, closed, modules }));
 `,
     );
     const r = await node('client.mjs');
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ version: '0.1.0', value: 'yes', subclass: true, closed: ['ERR_PACKAGE_PATH_NOT_EXPORTED', 'ERR_PACKAGE_PATH_NOT_EXPORTED', 'ERR_PACKAGE_PATH_NOT_EXPORTED'] });
+    expect(JSON.parse(r.stdout)).toEqual({ version: '0.1.0', value: 'yes', subclass: true, closed: ['ERR_PACKAGE_PATH_NOT_EXPORTED', 'ERR_PACKAGE_PATH_NOT_EXPORTED', 'ERR_PACKAGE_PATH_NOT_EXPORTED'], modules: true });
   });
 
-  it('tsc checks TypeScript against the installed declarations: right code passes, a wrong type is caught', async () => {
+  it('testcontainers is no runtime dependency: only lib/testcontainers/ imports it, and it is an optional peer', async () => {
+    const importers = pack.files.map((f) => f.path).filter((p) => p.endsWith('.js'));
+    const users: string[] = [];
+    for (const p of importers) if (/from ['"]testcontainers['"]/.test(await readFile(join(app, 'node_modules', 'kvstack', p), 'utf8'))) users.push(p);
+    expect(users.length).toBeGreaterThan(0);
+    expect(users.filter((p) => !p.startsWith('lib/testcontainers/'))).toEqual([]);
+    const installed = JSON.parse(await readFile(join(app, 'node_modules', 'kvstack', 'package.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    expect(installed.dependencies).not.toHaveProperty('testcontainers');
+    expect(installed.peerDependenciesMeta).toEqual({ testcontainers: { optional: true } });
+  });
+
+  it('tsc checks TypeScript against the installed declarations: right code and the Testcontainers page\'s example pass, a wrong type is caught', async () => {
     await writeFile(
       join(app, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { target: 'es2024', lib: ['es2024'], module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')] },
-        files: ['good.ts', 'wrong.ts'],
+        compilerOptions: { target: 'es2024', lib: ['es2024', 'esnext.disposable'], module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')] },
+        files: ['good.ts', 'wrong.ts', 'testcontainers-page.test.ts'],
       }),
     );
     await writeFile(
@@ -105,9 +119,21 @@ const state: ConnectionState = store.state;
 const code: ArgumentErrorCode = new StoreArgumentError('invalid_key', 'x').code;
 const pool = new StorePool({ host: 'h', port: 1, size: 2 });
 const ring = new ShardedStore({ shards: [{ name: 'a', host: 'h', port: 1 }], pool: { size: 1 } });
+import { KvstackContainer, KvstackBackendContainer, type StartedKvstackContainer } from 'kvstack/testcontainers';
+export async function withStore(): Promise<string> {
+  await using store: StartedKvstackContainer = await new KvstackContainer().withPassword('pw').withMemoryCap(1 << 20).withEvictionPolicy('noeviction').start();
+  await using backend = await new KvstackBackendContainer().withStore(store).start();
+  const client: StoreConnection = await store.client({ timeoutMs: 100 });
+  await client.set('k', 'v');
+  return store.getConnectionUrl() + backend.getHttpUrl() + store.getAdminUrl();
+}
 export { value, ttl, state, code, pool, ring };
 `,
     );
+    const page = await readFile(join(repoRoot, 'docs', 'testcontainers.md'), 'utf8');
+    const example = [...page.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    expect(example).toHaveLength(1);
+    await writeFile(join(app, 'testcontainers-page.test.ts'), example[0]!);
     await writeFile(join(app, 'wrong.ts'), `import { StoreConnection } from 'kvstack/client';\nexport const n: number = await new StoreConnection({ host: 'h', port: 1 }).get('k');\n`);
     const r = await node(join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), ['-p', '.']);
     const errors = r.stdout.split('\n').filter((l) => /error TS\d+/.test(l));

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -37,9 +37,10 @@ interface LockEntry {
  * a lock file naming the tarball and, for its dependencies, the entries of the repo's own
  * lock (same versions, same integrity), and `npm ci --offline` installs from the cache.
  *
- * `testcontainers`, the optional peer dependency of `kvstack/testcontainers`, is linked
- * from the repo's node_modules, as a user's own dev dependency would be there: installing
- * its ~150 packages again would take half a minute on a 2-core machine.
+ * `testcontainers`, the optional peer dependency of `kvstack/testcontainers`, and `vitest`
+ * (for the type check of the Testcontainers page's example) are linked from the repo's
+ * node_modules, as a user's own dev dependencies would be there: installing their ~200
+ * packages again would take half a minute on a 2-core machine.
  */
 export async function installTarball(dir: string, pack: PackResult, tarballDir: string): Promise<void> {
   const pkg = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as Record<string, Record<string, string>> & { version: string; license: string };
@@ -88,6 +89,5 @@ export async function installTarball(dir: string, pack: PackResult, tarballDir: 
   await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module', dependencies: { kvstack: spec } }, null, 2));
   await writeFile(join(dir, 'package-lock.json'), JSON.stringify({ name: 'app', lockfileVersion: 3, requires: true, packages }, null, 2));
   await run('npm', ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
-  await mkdir(join(dir, 'node_modules'), { recursive: true });
-  await symlink(join(repoRoot, 'node_modules', 'testcontainers'), join(dir, 'node_modules', 'testcontainers'), 'dir');
+  for (const dev of ['testcontainers', 'vitest']) await symlink(join(repoRoot, 'node_modules', dev), join(dir, 'node_modules', dev), 'dir');
 }
