@@ -1,0 +1,144 @@
+// kvstack/testcontainers against the images built from this checkout: the store started
+// with its defaults and each builder method, its ready client and connection URL, a wait
+// strategy of the caller's kept, a snapshot on a volume across containers, the backend in
+// front of one store and of a ring, and `await using`. Skips, saying so, when no Docker
+// engine is reachable; REQUIRE_DOCKER=1 makes that a failure.
+import { randomUUID } from 'node:crypto';
+import { Network, Wait } from 'testcontainers';
+import { beforeAll, expect, it } from 'vitest';
+import { parseStoreUrl, StoreAuthError, StoreConnection, StoreReplyError } from '../services/client/index.ts';
+import { ShardRing } from '../services/ring/shard-ring.ts';
+import { KvstackBackendContainer, KvstackContainer, STORE_ADMIN_PORT, type StartedKvstackContainer } from '../services/testcontainers/index.ts';
+import { describeDocker, docker } from './helpers/docker-available.ts';
+import { buildKvstackImages } from './helpers/kvstack-images.ts';
+import { numberedKeys } from './helpers/keys.ts';
+
+/** Whether Docker still knows the container (removed once stopped: testcontainers' default). */
+async function exists(id: string): Promise<boolean> {
+  try {
+    await docker('inspect', '--format', '{{.Id}}', id);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+await describeDocker(
+  'kvstack/testcontainers: the store and the backend in containers',
+  () => {
+  beforeAll(async () => {
+    await buildKvstackImages();
+  }, 900_000);
+
+  it('starts the store with its defaults: a ready client, a connection URL the client reads, the admin URL', async () => {
+    await using store = await new KvstackContainer().start();
+    const client = await store.client();
+    await client.set('greeting', 'hello from a container');
+    expect((await client.get('greeting'))?.toString()).toBe('hello from a container');
+
+    const byUrl = new StoreConnection(parseStoreUrl(store.getConnectionUrl()));
+    try {
+      expect((await byUrl.get('greeting'))?.toString()).toBe('hello from a container');
+    } finally {
+      byUrl.destroy();
+    }
+    expect(store.getConnectionUrl()).toBe(`kvstack://${store.getHost()}:${store.getPort()}`);
+    const health = await fetch(`${store.getAdminUrl()}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok' });
+  });
+
+  it('withMemoryCap and withEvictionPolicy reach the store', async () => {
+    await using store = await new KvstackContainer().withMemoryCap(4096).withEvictionPolicy('noeviction').start();
+    const client = await store.client();
+    expect(await client.stats()).toMatchObject({ max_memory_bytes: '4096' });
+    await client.set('a', 'x'.repeat(3000));
+    await expect(client.set('b', 'x'.repeat(3000))).rejects.toSatisfy((err) => err instanceof StoreReplyError && err.reason === 'out of memory');
+    expect((await client.get('a'))?.length).toBe(3000);
+    expect(() => new KvstackContainer().withMemoryCap(0)).toThrow(/withMemoryCap/);
+    expect(() => new KvstackContainer().withEvictionPolicy('fifo' as 'lru')).toThrow(/lru or noeviction/);
+  });
+
+  it('withPassword: the client and the URL carry it, a client without it is refused, and docker inspect does not show it', async () => {
+    const password = `pw ${randomUUID()}`;
+    await using store = await new KvstackContainer().withPassword(password).start();
+    const client = await store.client();
+    await client.set('k', 'v');
+    expect(store.getConnectionUrl()).toBe(`kvstack://:${encodeURIComponent(password)}@${store.getHost()}:${store.getPort()}`);
+    expect(parseStoreUrl(store.getConnectionUrl()).password?.reveal()).toBe(password);
+
+    const stranger = new StoreConnection({ host: store.getHost(), port: store.getPort(), reconnect: false });
+    try {
+      await expect(stranger.get('k')).rejects.toBeInstanceOf(StoreAuthError);
+    } finally {
+      stranger.destroy();
+    }
+    expect(await docker('inspect', store.getId())).not.toContain(password);
+  });
+
+  it('keeps a wait strategy set by the caller instead of its own', async () => {
+    // The default (the ready line) would succeed: a wait for a line the store never logs fails.
+    const never = new KvstackContainer().withWaitStrategy(Wait.forLogMessage('a line the store never logs')).withStartupTimeout(3000);
+    await expect(never.start()).rejects.toThrow(/a line the store never logs|timed out|Log message/i);
+    await using store = await new KvstackContainer().withWaitStrategy(Wait.forHttp('/readyz', STORE_ADMIN_PORT)).start();
+    await (await store.client()).ping();
+  });
+
+  it('withSnapshot on a volume: a second container serves what the first held when it stopped', async () => {
+    const volume = `kvstack-tc-${randomUUID()}`;
+    try {
+      {
+        await using first = await new KvstackContainer().withSnapshot(volume).start();
+        const client = await first.client();
+        await client.set('kept', 'across containers');
+        await client.set('ttl-kept', 'v', 3600);
+      }
+      await using second = await new KvstackContainer().withSnapshot(volume).start();
+      const client = await second.client();
+      expect((await client.get('kept'))?.toString()).toBe('across containers');
+      expect(await client.ttl('ttl-kept')).toBeGreaterThan(3500);
+    } finally {
+      await docker('volume', 'rm', '-f', volume);
+    }
+  });
+
+  it('the backend in front of a store with a password, on a network of the caller', async () => {
+    await using network = await new Network().start();
+    await using store = await new KvstackContainer().withNetwork(network).withPassword('shared secret').start();
+    await using backend = await new KvstackBackendContainer().withStore(store).start();
+    expect((await fetch(`${backend.getHttpUrl()}/through-http`, { method: 'PUT', body: 'value over HTTP' })).status).toBe(204);
+    expect(await (await fetch(`${backend.getHttpUrl()}/through-http`)).text()).toBe('value over HTTP');
+    expect((await (await store.client()).get('through-http'))?.toString()).toBe('value over HTTP');
+    expect((await fetch(`${backend.getAdminUrl()}/readyz`)).status).toBe(200);
+  });
+
+  it('the backend in front of a ring of two stores: each key on the store the ring names', async () => {
+    await using a = await new KvstackContainer().start();
+    await using b = await new KvstackContainer().start();
+    await using backend = await new KvstackBackendContainer().withStore(a, b).start();
+    const ring = new ShardRing([{ name: 'store-0' }, { name: 'store-1' }]);
+    const keys = numberedKeys(40, 'ring-');
+    for (const k of keys) expect((await fetch(`${backend.getHttpUrl()}/${k}`, { method: 'PUT', body: k })).status).toBe(204);
+    const stores: Record<string, StartedKvstackContainer> = { 'store-0': a, 'store-1': b };
+    for (const [name, store] of Object.entries(stores)) {
+      const mine = keys.filter((k) => ring.shardFor(k).name === name);
+      expect(mine.length, name).toBeGreaterThan(5);
+      expect(Number((await (await store.client()).stats()).keys), name).toBe(mine.length);
+    }
+  });
+
+  it('await using stops and removes the container and destroys the clients it gave out', async () => {
+    let id = '';
+    let client: StoreConnection | undefined;
+    {
+      await using store = await new KvstackContainer().start();
+      id = store.getId();
+      client = await store.client();
+      expect(await exists(id)).toBe(true);
+    }
+    expect(client.state).toBe('closed');
+    expect(await exists(id)).toBe(false);
+  });
+  },
+  { compose: true },
+);
