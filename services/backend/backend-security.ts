@@ -6,7 +6,7 @@ import { backendTlsOn, readBackendTls, type BackendTlsPair } from '../config/bac
 import { readTokensFile } from '../config/token-file.ts';
 import type { Logger } from '../shared/logger.ts';
 import { BearerAuth } from './bearer-auth.ts';
-import { WatchedFiles, type ReloadReason } from './watched-files.ts';
+import { WatchedFiles, type ReloadReason } from '../shared/watched-files.ts';
 
 export interface BackendSecurityOptions {
   readonly config: Pick<BackendConfig, 'tokensFile' | 'tlsCertFile' | 'tlsKeyFile'>;
