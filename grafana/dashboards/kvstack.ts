@@ -249,14 +249,15 @@ export default dashboard({
       timeseries({
         title: 'Store TLS: certificate days left, failures',
         description:
-          'Days until the certificate each store presents on its port expires (kvstore_tls_certificate_expiry_timestamp_seconds; KvStoreTlsCertificateExpiring fires below the line; it jumps up when a renewed certificate is reloaded), and per 5 minutes at the current rate: failed reloads of STORE_TLS_CERT_FILE, STORE_TLS_KEY_FILE and STORE_TLS_CA_FILE (KvStoreTlsReloadFailing) and failed handshakes by reason (kvstore_tls_handshake_failures_total: plaintext clients, refused client certificates, time-outs). No data from a store without TLS.',
+          'Days until the certificate each store presents on its port expires (kvstore_tls_certificate_expiry_timestamp_seconds; KvStoreTlsCertificateExpiring fires below the line; it jumps up when a renewed certificate is reloaded), and per 5 minutes at the current rate: failed reloads of STORE_TLS_CERT_FILE, STORE_TLS_KEY_FILE and STORE_TLS_CA_FILE (KvStoreTlsReloadFailing) and failed handshakes by reason (kvstore_tls_handshake_failures_total: plaintext clients, refused client certificates, time-outs). A store without TLS has none of these series: no days-left line, the counts at 0.',
         unit: 'short',
         width: 8,
         min: 0,
         queries: [
-          query(`(${sel('kvstore_tls_certificate_expiry_timestamp_seconds')} - time()) / 86400`, 'days left {{instance}}'),
-          query(perWindow(300, 'kvstore_tls_reload_failures_total'), 'failed reloads {{instance}}'),
-          query(`sum by (reason) (${perWindow(300, 'kvstore_tls_handshake_failures_total')})`, 'failed handshakes: {{reason}}'),
+          // Without TLS there is no series: NaN draws nothing (0 would read as expired), and the query still answers.
+          query(`(${sel('kvstore_tls_certificate_expiry_timestamp_seconds')} - time()) / 86400 or on() vector(NaN)`, 'days left {{instance}}'),
+          query(`${perWindow(300, 'kvstore_tls_reload_failures_total')} or on() vector(0)`, 'failed reloads {{instance}}'),
+          query(`sum by (reason) (${perWindow(300, 'kvstore_tls_handshake_failures_total')}) or on() vector(0)`, 'failed handshakes: {{reason}}'),
         ],
         thresholds: { steps: steps(T.KvStoreTlsCertificateExpiring, ['red']) },
       }),
