@@ -64,7 +64,7 @@ function placedPair(cert: ServerCert): { certFile: string; keyFile: string } {
   return files;
 }
 
-async function httpsBackend(cert: ServerCert = first, level: 'silent' | 'trace' = 'silent') {
+async function httpsBackend(cert: ServerCert = first, level: 'silent' | 'info' | 'trace' = 'silent') {
   const store = await h.store();
   const files = placedPair(cert);
   const { logger, sink } = loggerWithSink(level);
@@ -85,9 +85,16 @@ describe('backend HTTPS', () => {
     const metrics = await scrape(backend.metricsPort);
     expect(metricSum(metrics, 'kvbackend_tls_certificate_expiry_timestamp_seconds')).toBe(Math.floor(new Date(new (await import('node:crypto')).X509Certificate(first.cert).validTo).getTime() / 1000));
     expect(metricSum(metrics, 'kvbackend_tls_reload_failures_total')).toBe(0);
-    // Plain HTTP on the HTTPS port gets no answer from the API.
+  });
+
+  it('plain HTTP on the HTTPS port gets no answer; the failed handshake is counted by reason and logged', async () => {
+    const { backend, sink } = await httpsBackend(first, 'info');
     const plain = await send(backend.port, 'GET', '/greeting').then((r) => r.status, (err: Error) => err.message);
     expect(plain).toBe('socket hang up');
+    const metrics = await scrape(backend.metricsPort);
+    expect(metricSum(metrics, 'kvbackend_tls_handshake_failures_total', 'reason="plaintext"')).toBe(1);
+    expect(metricSum(metrics, 'kvbackend_tls_handshake_failures_total')).toBe(1);
+    expect(sink.lines.filter((l) => l.msg === 'TLS handshake failed: connection closed')).toEqual([expect.objectContaining({ level: 40, reason: 'plaintext', remote: '127.0.0.1' })]);
   });
 
   it('a client that does not trust the CA refuses the connection', async () => {

@@ -473,7 +473,7 @@ export default dashboard({
       timeseries({
         title: 'HTTPS certificate: days left',
         description:
-          'Days until the certificate each backend presents on its HTTP port expires (kvbackend_tls_certificate_expiry_timestamp_seconds; KvBackendCertificateExpiring fires below the line; it jumps up when a renewed certificate is reloaded), and failed reloads of BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE per 5 minutes at the current rate (KvBackendTlsReloadFailing). Backends without HTTPS have neither series: no days-left line, failed reloads at 0.',
+          'Days until the certificate each backend presents on its HTTP port expires (kvbackend_tls_certificate_expiry_timestamp_seconds; KvBackendCertificateExpiring fires below the line; it jumps up when a renewed certificate is reloaded), and per 5 minutes at the current rate: failed reloads of BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE (KvBackendTlsReloadFailing) and failed handshakes by reason (kvbackend_tls_handshake_failures_total: plain HTTP on the HTTPS port, time-outs). Backends without HTTPS have none of these series: no days-left line, the counts at 0.',
         unit: 'short',
         width: 8,
         min: 0,
@@ -481,6 +481,7 @@ export default dashboard({
           // Without HTTPS there is no series: NaN draws nothing (0 would read as expired), and the query still answers.
           query(`(${sel('kvbackend_tls_certificate_expiry_timestamp_seconds')} - time()) / 86400 or on() vector(NaN)`, 'days left {{instance}}'),
           query(`${perWindow(300, 'kvbackend_tls_reload_failures_total')} or on() vector(0)`, 'failed reloads {{instance}}'),
+          query(`sum by (reason) (${perWindow(300, 'kvbackend_tls_handshake_failures_total')}) or on() vector(0)`, 'failed handshakes: {{reason}}'),
         ],
         thresholds: { steps: steps(T.KvBackendCertificateExpiring, ['red']) },
       }),

@@ -1,10 +1,13 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { backendSettings, backendTlsFilesOf, type BackendConfig } from '../config/config.ts';
 import { backendTlsOn, readBackendTls, type BackendTlsPair } from '../config/backend-tls.ts';
 import { readTokensFile } from '../config/token-file.ts';
+import { LogBudget } from '../shared/log-budget.ts';
 import type { Logger } from '../shared/logger.ts';
+import { HANDSHAKE_REASONS, HANDSHAKE_TIMEOUT_MS, handshakeReason, type HandshakeReason } from '../shared/tls-handshake.ts';
 import { BearerAuth } from './bearer-auth.ts';
 import { WatchedFiles, type ReloadReason } from '../shared/watched-files.ts';
 
@@ -15,6 +18,8 @@ export interface BackendSecurityOptions {
   /** How often the files are looked at for a change (default WATCH_POLL_MS). */
   readonly pollMs?: number;
 }
+
+const HANDSHAKE_LOG_LINES_PER_MINUTE = 20;
 
 /** The backend's tokens and HTTPS (SPEC §8), kept current from their files. */
 export interface BackendSecurity {
@@ -32,8 +37,8 @@ export interface BackendSecurity {
 /**
  * Reads BACKEND_TOKENS_FILE and the TLS pair, follows them on disk and on SIGHUP, and
  * registers what ops watch: kvbackend_tokens{scope} (the tokens in use),
- * kvbackend_tokens_reload_failures_total, and with HTTPS kvbackend_tls_reload_failures_total
- * and kvbackend_tls_certificate_expiry_timestamp_seconds. Nothing of a token or a key
+ * kvbackend_tokens_reload_failures_total, and with HTTPS kvbackend_tls_reload_failures_total,
+ * kvbackend_tls_certificate_expiry_timestamp_seconds and kvbackend_tls_handshake_failures_total. Nothing of a token or a key
  * reaches a metric or a log line: only counts, paths and dates.
  */
 export function startBackendSecurity({ config, registry, logger, pollMs }: BackendSecurityOptions): BackendSecurity {
@@ -104,13 +109,36 @@ export function startBackendSecurity({ config, registry, logger, pollMs }: Backe
     });
   }
   const expiry = (p: BackendTlsPair) => ({ expiresAt: new Date(p.expiresAt * 1000).toISOString() });
+  const handshakeFailures = Object.fromEntries(HANDSHAKE_REASONS.map((r) => [r, 0])) as Record<HandshakeReason, number>;
+  if (pair) {
+    new Counter({
+      name: 'kvbackend_tls_handshake_failures_total',
+      help: 'Connections to PORT that failed the TLS handshake, by reason: plaintext (plain HTTP on the HTTPS port), certificate, timeout, other.',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const reason of HANDSHAKE_REASONS) this.inc({ reason }, handshakeFailures[reason]);
+      },
+    });
+  }
+  // A client causes one failure per connection it opens: logged at most this many a minute, all counted.
+  const handshakeLog = new LogBudget(HANDSHAKE_LOG_LINES_PER_MINUTE, 60_000);
 
   return {
     auth,
     https: pair !== undefined,
     createServer(app) {
       if (!pair) return createHttpServer(app);
-      const server = createHttpsServer({ cert: pair.cert, key: pair.key.reveal() }, app);
+      const server = createHttpsServer({ cert: pair.cert, key: pair.key.reveal(), handshakeTimeout: HANDSHAKE_TIMEOUT_MS }, app);
+      server.on('tlsClientError', (err: Error, socket: TLSSocket) => {
+        const reason = handshakeReason(err);
+        handshakeFailures[reason]++;
+        const allowed = handshakeLog.take();
+        // OpenSSL's errors carry a short reason; their message is its whole error stack.
+        if (allowed) logger.warn({ remote: socket.remoteAddress, reason, err: (err as { reason?: string }).reason ?? err.message, ...(allowed.suppressed > 0 ? { suppressed: allowed.suppressed } : {}) }, 'TLS handshake failed: connection closed');
+        socket.destroy();
+      });
       certificate = new WatchedFiles({
         what: 'backend TLS certificate',
         paths: [tlsFiles.certFile, tlsFiles.keyFile],
