@@ -121,7 +121,7 @@ const pool = new StorePool({ host: 'h', port: 1, size: 2 });
 const ring = new ShardedStore({ shards: [{ name: 'a', host: 'h', port: 1 }], pool: { size: 1 } });
 import { KvstackContainer, KvstackBackendContainer, type StartedKvstackContainer } from 'kvstack/testcontainers';
 export async function withStore(): Promise<string> {
-  await using store: StartedKvstackContainer = await new KvstackContainer().withPassword('pw').withMemoryCap(1 << 20).withEvictionPolicy('noeviction').start();
+  await using store: StartedKvstackContainer = await new KvstackContainer().withPassword('pw').withMemoryCap(1 << 20).withEvictionPolicy('noeviction').withTls({ cert: 'PEM', key: 'PEM', ca: 'PEM', clientAuth: 'require', client: { cert: 'PEM', key: 'PEM' } }).start();
   await using backend = await new KvstackBackendContainer().withStore(store).start();
   const client: StoreConnection = await store.client({ timeoutMs: 100 });
   await client.set('k', 'v');

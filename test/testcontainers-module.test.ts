@@ -1,17 +1,22 @@
 // kvstack/testcontainers against the images built from this checkout: the store started
 // with its defaults and each builder method, its ready client and connection URL, a wait
-// strategy of the caller's kept, a snapshot on a volume across containers, the backend in
-// front of one store and of a ring, and `await using`. Skips, saying so, when no Docker
-// engine is reachable; REQUIRE_DOCKER=1 makes that a failure.
+// strategy of the caller's kept, a snapshot on a volume across containers, TLS with
+// client certificates, the backend in front of one store and of a ring, and `await
+// using`. Skips, saying so, when no Docker engine is reachable; REQUIRE_DOCKER=1 makes
+// that a failure.
 import { randomUUID } from 'node:crypto';
 import { Network, Wait } from 'testcontainers';
-import { beforeAll, expect, it } from 'vitest';
-import { parseStoreUrl, StoreAuthError, StoreConnection, StoreReplyError } from '../services/client/index.ts';
+import { beforeAll, expect, it, vi } from 'vitest';
+import { parseStoreUrl, StoreAuthError, StoreConnection, StoreError, StoreReplyError, TlsMaterialSource } from '../services/client/index.ts';
 import { ShardRing } from '../services/ring/shard-ring.ts';
 import { KvstackBackendContainer, KvstackContainer, STORE_ADMIN_PORT, type StartedKvstackContainer } from '../services/testcontainers/index.ts';
 import { describeDocker, docker } from './helpers/docker-available.ts';
 import { buildKvstackImages } from './helpers/kvstack-images.ts';
 import { numberedKeys } from './helpers/keys.ts';
+import { pem, tlsFixture } from './helpers/tls-certs.ts';
+
+// Each test starts one to three containers: on a loaded 2-core runner that can pass 30 s.
+vi.setConfig({ testTimeout: 120_000 });
 
 /** Whether Docker still knows the container (removed once stopped: testcontainers' default). */
 async function exists(id: string): Promise<boolean> {
@@ -110,6 +115,31 @@ await describeDocker(
     expect(await (await fetch(`${backend.getHttpUrl()}/through-http`)).text()).toBe('value over HTTP');
     expect((await (await store.client()).get('through-http'))?.toString()).toBe('value over HTTP');
     expect((await fetch(`${backend.getAdminUrl()}/readyz`)).status).toBe(200);
+  });
+
+  it('withTls: the store speaks TLS only, with client certificates; the ready client and a backend in front go through', async () => {
+    const certs = tlsFixture();
+    const storeCert = certs.issue('container-store', { cn: 'kvstore', san: 'DNS:kvstore,DNS:localhost,IP:127.0.0.1' });
+    const tls = { cert: pem(storeCert.cert), key: pem(storeCert.key), ca: pem(certs.ca), clientAuth: 'require', client: { cert: pem(certs.client.cert), key: pem(certs.client.key) } } as const;
+    await using network = await new Network().start();
+    await using store = await new KvstackContainer().withNetwork(network).withNetworkAliases('kvstore').withTls(tls).withPassword('over tls').start();
+    const client = await store.client();
+    await client.set('secured', 'yes');
+    expect((await client.get('secured'))?.toString()).toBe('yes');
+
+    // Plaintext on the TLS port, and TLS without a client certificate, get nothing through.
+    for (const options of [{ tls: undefined }, { tls: new TlsMaterialSource(() => ({ ca: tls.ca })) }]) {
+      const refused = new StoreConnection({ ...store.getConnectionOptions(), ...options, reconnect: false, timeoutMs: 2000 });
+      try {
+        await expect(refused.get('secured')).rejects.toBeInstanceOf(StoreError);
+      } finally {
+        refused.destroy();
+      }
+    }
+
+    await using backend = await new KvstackBackendContainer().withStore(store).start();
+    expect(await (await fetch(`${backend.getHttpUrl()}/secured`)).text()).toBe('yes');
+    expect(() => new KvstackContainer().withTls({ cert: '/etc/store.crt', key: '/etc/store.key' })).toThrow(/PEM text/);
   });
 
   it('the backend in front of a ring of two stores: each key on the store the ring names', async () => {

@@ -8,6 +8,7 @@ export const BACKEND_HTTP_PORT = 8080;
 /** The backend's admin HTTP port inside the container. */
 export const BACKEND_ADMIN_PORT = 8081;
 const PASSWORD_FILE = '/run/kvstack/store-password';
+const TLS_DIR = '/run/kvstack/tls';
 
 /**
  * The kvstack HTTP backend in a container, in front of started store containers:
@@ -30,7 +31,9 @@ export class KvstackBackendContainer extends GenericContainer {
   /**
    * The stores behind it (KV_STORE), reached over the first Docker network of the first
    * store, which the backend joins: start the stores on a Network of yours to choose it.
-   * Their password, which they must share, goes in a file (KV_STORE_PASSWORD_FILE).
+   * A store with a network alias is reached by it, else by its address on that network.
+   * Their password and TLS, which they must share, go in files (KV_STORE_PASSWORD_FILE,
+   * KV_STORE_TLS_*); over TLS each store needs an alias its certificate names.
    */
   withStore(...stores: StartedKvstackContainer[]): this {
     if (stores.length === 0) throw new TypeError('withStore: at least one started KvstackContainer');
@@ -38,8 +41,12 @@ export class KvstackBackendContainer extends GenericContainer {
     if (network === undefined) throw new TypeError('withStore: the store container is on no Docker network');
     const passwords = new Set(stores.map((s) => s.getPassword()));
     if (passwords.size > 1) throw new TypeError('withStore: the stores of one ring share one password (KV_STORE_PASSWORD_FILE)');
+    const tls = stores[0]!.getTls();
+    if (stores.some((s) => s.getTls() !== tls)) throw new TypeError('withStore: the stores of one ring share one withTls (KV_STORE_TLS_*)');
     const list = stores.map((s, i) => {
-      const address = s.getIpAddress(network);
+      const alias = s.getNetworkAlias();
+      if (tls !== undefined && alias === undefined) throw new TypeError(`withStore: store ${i} speaks TLS: give it a network alias its certificate names (withNetworkAliases)`);
+      const address = alias ?? s.getIpAddress(network);
       if (!address) throw new TypeError(`withStore: store ${i} is not on the network ${network}`);
       return stores.length === 1 ? `${address}:${STORE_PORT}` : `store-${i}=${address}:${STORE_PORT}`;
     });
@@ -47,6 +54,19 @@ export class KvstackBackendContainer extends GenericContainer {
     const [password] = passwords;
     if (password !== undefined) {
       this.withEnvironment({ KV_STORE_PASSWORD_FILE: PASSWORD_FILE }).withCopyContentToContainer([{ content: password, target: PASSWORD_FILE, mode: 0o444 }]);
+    }
+    if (tls !== undefined) {
+      const env: Record<string, string> = { KV_STORE_TLS: 'true' };
+      const files: { content: string; target: string; mode: number }[] = [];
+      const put = (variable: string, name: string, content: string | undefined) => {
+        if (content === undefined) return;
+        env[variable] = `${TLS_DIR}/${name}`;
+        files.push({ content, target: `${TLS_DIR}/${name}`, mode: 0o444 });
+      };
+      put('KV_STORE_TLS_CA_FILE', 'ca.crt', tls.ca);
+      put('KV_STORE_TLS_CERT_FILE', 'client.crt', tls.client?.cert);
+      put('KV_STORE_TLS_KEY_FILE', 'client.key', tls.client?.key);
+      this.withEnvironment(env).withCopyContentToContainer(files);
     }
     return this;
   }

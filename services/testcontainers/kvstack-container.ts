@@ -1,4 +1,5 @@
 import { AbstractStartedContainer, GenericContainer, Wait, type StartedTestContainer, type StopOptions, type StoppedTestContainer } from 'testcontainers';
+import { TlsMaterialSource } from '../client/client-tls.ts';
 import { StoreConnection, type StoreConnectionOptions } from '../client/store-connection.ts';
 import { formatStoreUrl } from '../client/store-url.ts';
 import { Secret } from '../shared/secret.ts';
@@ -15,8 +16,23 @@ export const SNAPSHOT_DIR = '/var/lib/kvstack';
 const SNAPSHOT_FILE = `${SNAPSHOT_DIR}/store.snapshot`;
 /** The password goes in a file (STORE_PASSWORD_FILE), so it is not in `docker inspect`. */
 const PASSWORD_FILE = '/run/kvstack/store-password';
+const TLS_DIR = '/run/kvstack/tls';
+const isPem = (text: unknown): boolean => typeof text === 'string' && text.includes('-----BEGIN ');
 
 export type EvictionPolicy = 'lru' | 'noeviction';
+
+/** PEM text, not paths: the module writes it into the containers. */
+export interface StoreTlsOptions {
+  /** The store's certificate: it must name the host your tests reach (often `localhost`) and, behind a backend, the store's network alias. */
+  readonly cert: string;
+  readonly key: string;
+  /** The CA the clients trust for the store's certificate, and (with clientAuth) the one client certificates must be signed by. */
+  readonly ca?: string;
+  /** STORE_TLS_CLIENT_AUTH: `require` or `optional` client certificates (default none asked for). */
+  readonly clientAuth?: 'require' | 'optional';
+  /** The certificate the module's clients and a backend in front present (needed with `clientAuth: 'require'`). */
+  readonly client?: { readonly cert: string; readonly key: string };
+}
 
 export interface SnapshotOptions {
   /** STORE_SNAPSHOT_INTERVAL_S: also save every that many seconds while serving (default 0: at stop only). */
@@ -40,6 +56,7 @@ function check(ok: boolean, message: string): void {
  */
 export class KvstackContainer extends GenericContainer {
   #password: string | undefined;
+  #tls: StoreTlsOptions | undefined;
 
   constructor(image: string = KVSTACK_STORE_IMAGE) {
     super(image);
@@ -73,6 +90,33 @@ export class KvstackContainer extends GenericContainer {
   }
 
   /**
+   * TLS on the store's port (SPEC §8): the PEM texts are written into the container and
+   * named by STORE_TLS_CERT_FILE, STORE_TLS_KEY_FILE and, with `ca`, STORE_TLS_CA_FILE.
+   * The started container's clients (and a backend put in front of it) trust `ca` and
+   * present `client`; the store checks its name, so the certificate must name the host
+   * the tests reach and, for a backend, an alias of the store on a network of yours
+   * (`withNetwork(n).withNetworkAliases('kvstore')`).
+   */
+  withTls(options: StoreTlsOptions): this {
+    check(isPem(options.cert) && isPem(options.key), 'withTls: cert and key are PEM text (not paths)');
+    check(options.ca === undefined || isPem(options.ca), 'withTls: ca is PEM text (not a path)');
+    check(options.client === undefined || (isPem(options.client.cert) && isPem(options.client.key)), 'withTls: client.cert and client.key are PEM text (not paths)');
+    check(options.clientAuth === undefined || ((options.clientAuth === 'require' || options.clientAuth === 'optional') && options.ca !== undefined), 'withTls: clientAuth is require or optional, and needs ca');
+    this.#tls = options;
+    const env: Record<string, string> = { STORE_TLS_CERT_FILE: `${TLS_DIR}/store.crt`, STORE_TLS_KEY_FILE: `${TLS_DIR}/store.key` };
+    const files = [
+      { content: options.cert, target: `${TLS_DIR}/store.crt`, mode: 0o444 },
+      { content: options.key, target: `${TLS_DIR}/store.key`, mode: 0o444 },
+    ];
+    if (options.clientAuth !== undefined) {
+      env.STORE_TLS_CA_FILE = `${TLS_DIR}/ca.crt`;
+      env.STORE_TLS_CLIENT_AUTH = options.clientAuth;
+      files.push({ content: options.ca!, target: `${TLS_DIR}/ca.crt`, mode: 0o444 });
+    }
+    return this.withEnvironment(env).withCopyContentToContainer(files);
+  }
+
+  /**
    * Keeps the cache over restarts (SPEC §7): mounts `source` on the image's snapshot
    * directory and sets STORE_SNAPSHOT_PATH in it. An absolute path is a host directory
    * (the store runs as uid 1000, which must be able to write there); any other name is a
@@ -90,7 +134,7 @@ export class KvstackContainer extends GenericContainer {
   }
 
   override async start(): Promise<StartedKvstackContainer> {
-    return new StartedKvstackContainer(await super.start(), this.#password);
+    return new StartedKvstackContainer(await super.start(), { password: this.#password, tls: this.#tls, alias: this.networkAliases[0] });
   }
 }
 
@@ -100,11 +144,25 @@ export class KvstackContainer extends GenericContainer {
  */
 export class StartedKvstackContainer extends AbstractStartedContainer {
   readonly #password: string | undefined;
+  readonly #tls: StoreTlsOptions | undefined;
+  readonly #alias: string | undefined;
   readonly #clients = new Set<StoreConnection>();
 
-  constructor(started: StartedTestContainer, password: string | undefined) {
+  constructor(started: StartedTestContainer, { password, tls, alias }: { password?: string | undefined; tls?: StoreTlsOptions | undefined; alias?: string | undefined } = {}) {
     super(started);
     this.#password = password;
+    this.#tls = tls;
+    this.#alias = alias;
+  }
+
+  /** The TLS the store speaks (withTls), or undefined for plaintext. */
+  getTls(): StoreTlsOptions | undefined {
+    return this.#tls;
+  }
+
+  /** The store's first network alias (withNetworkAliases), the name a backend reaches it by. */
+  getNetworkAlias(): string | undefined {
+    return this.#alias;
   }
 
   /** The host port of the store's line protocol. */
@@ -121,7 +179,10 @@ export class StartedKvstackContainer extends AbstractStartedContainer {
     return this.#password;
   }
 
-  /** `kvstack://[:password@]host:port`, which `parseStoreUrl` of kvstack/client reads. */
+  /**
+   * `kvstack://[:password@]host:port`, which `parseStoreUrl` of kvstack/client reads. The
+   * URL does not say TLS: with withTls, add the `tls` of getConnectionOptions().
+   */
   getConnectionUrl(): string {
     return formatStoreUrl({ host: this.getHost(), port: this.getPort(), password: this.#password });
   }
@@ -131,17 +192,24 @@ export class StartedKvstackContainer extends AbstractStartedContainer {
     return `http://${this.getHost()}:${this.getAdminPort()}`;
   }
 
-  /** Options for a StoreConnection or StorePool to this store (host, port, password). */
-  getConnectionOptions(): Pick<StoreConnectionOptions, 'host' | 'port' | 'password'> {
-    return { host: this.getHost(), port: this.getPort(), password: this.#password === undefined ? undefined : new Secret(this.#password) };
+  /** Options for a StoreConnection or StorePool to this store (host, port, password, TLS). */
+  getConnectionOptions(): Pick<StoreConnectionOptions, 'host' | 'port' | 'password' | 'tls'> {
+    const tls = this.#tls;
+    return {
+      host: this.getHost(),
+      port: this.getPort(),
+      password: this.#password === undefined ? undefined : new Secret(this.#password),
+      tls: tls === undefined ? undefined : new TlsMaterialSource(() => ({ ca: tls.ca, cert: tls.client?.cert, key: tls.client?.key })),
+    };
   }
 
   /**
-   * A connected client (authenticated when the store has a password). It is destroyed
-   * when the container stops; close it earlier to let its pending commands finish.
+   * A connected client (authenticated when the store has a password, over TLS after
+   * withTls; an `options.tls` of yours replaces the module's). It is destroyed when the
+   * container stops; close it earlier to let its pending commands finish.
    */
   async client(options: Omit<StoreConnectionOptions, 'host' | 'port' | 'password'> = {}): Promise<StoreConnection> {
-    const client = new StoreConnection({ timeoutMs: 5000, ...options, ...this.getConnectionOptions() });
+    const client = new StoreConnection({ timeoutMs: 5000, ...this.getConnectionOptions(), ...options });
     this.#clients.add(client);
     try {
       await client.connect();
