@@ -141,11 +141,14 @@ export { value, ttl, state, code, pool, ring };
     expect(errors[0]).toMatch(/^wrong\.ts\(2,14\): error TS2322: Type 'Buffer.*null' is not assignable to type 'number'/);
   });
 
-  it('the kv bin runs the built JavaScript from node_modules', async () => {
+  it('the kv bin runs the built JavaScript from node_modules, as kv and as npx kvstack', async () => {
     const kv = join(app, 'node_modules', '.bin', 'kv');
     const env = { KV_STORE: `127.0.0.1:${stores[0]!.port}`, KV_STORE_PASSWORD: PASSWORD };
     expect(await node(kv, ['set', 'via-kv', 'hello', 'there'], env)).toMatchObject({ code: 0, stdout: 'OK\n' });
     expect(await node(kv, ['get', 'via-kv'], env)).toMatchObject({ code: 0, stdout: 'hello there', stderr: '' });
+    // `npx kvstack` runs the package's one bin.
+    const npx = await run('npx', ['--offline', 'kvstack', 'get', 'via-kv'], { cwd: app, env: { ...process.env, ...env } });
+    expect(npx.stdout).toBe('hello there');
   });
 
   it('every example of docs/client.md runs as it stands against the installed package', async () => {
