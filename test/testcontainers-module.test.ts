@@ -4,7 +4,12 @@
 // client certificates, the backend in front of one store and of a ring, and `await
 // using`. Skips, saying so, when no Docker engine is reachable; REQUIRE_DOCKER=1 makes
 // that a failure.
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Network, Wait } from 'testcontainers';
 import { beforeAll, expect, it, vi } from 'vitest';
 import { parseStoreUrl, StoreAuthError, StoreConnection, StoreError, StoreReplyError, TlsMaterialSource } from '../services/client/index.ts';
@@ -14,6 +19,8 @@ import { describeDocker, docker } from './helpers/docker-available.ts';
 import { buildKvstackImages } from './helpers/kvstack-images.ts';
 import { numberedKeys } from './helpers/keys.ts';
 import { pem, tlsFixture } from './helpers/tls-certs.ts';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
 
 // Each test starts one to three containers: on a loaded 2-core runner that can pass 30 s.
 vi.setConfig({ testTimeout: 120_000 });
@@ -154,6 +161,26 @@ await describeDocker(
       const mine = keys.filter((k) => ring.shardFor(k).name === name);
       expect(mine.length, name).toBeGreaterThan(5);
       expect(Number((await (await store.client()).stats()).keys), name).toBe(mine.length);
+    }
+  });
+
+  it("the Testcontainers page's vitest example passes as a user pastes it (imports pointed at this checkout)", async () => {
+    const page = await readFile(join(root, 'docs', 'testcontainers.md'), 'utf8');
+    const example = [...page.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    expect(example).toHaveLength(1);
+    // Inside the checkout, so that vitest and testcontainers resolve; a .spec.ts name and a
+    // config of its own, so that no run of this project's suites collects it.
+    const dir = await mkdtemp(join(root, 'test', '.docs-example-'));
+    try {
+      const code = example[0]!.replace("'kvstack/client'", JSON.stringify(join(root, 'services/client/index.ts'))).replace("'kvstack/testcontainers'", JSON.stringify(join(root, 'services/testcontainers/index.ts')));
+      await writeFile(join(dir, 'kvstack.spec.ts'), code);
+      await writeFile(join(dir, 'vitest.config.mjs'), `export default { test: { root: ${JSON.stringify(dir)}, include: ['kvstack.spec.ts'], testTimeout: 120000, hookTimeout: 120000 } };\n`);
+      const vitest = join(root, 'node_modules', 'vitest', 'vitest.mjs');
+      const r = await promisify(execFile)(process.execPath, [vitest, 'run', '--config', join(dir, 'vitest.config.mjs')], { cwd: dir, env: process.env, timeout: 240_000 }).catch((err: { stdout?: string; stderr?: string }) => err);
+      const out = `${r.stdout ?? ''}${r.stderr ?? ''}`.replace(/\x1b\[[0-9;]*m/g, '');
+      expect(out, out).toMatch(/Tests\s+3 passed \(3\)/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 
