@@ -31,7 +31,8 @@ export class KvstackBackendContainer extends GenericContainer {
   /**
    * The stores behind it (KV_STORE), reached over the first Docker network of the first
    * store, which the backend joins: start the stores on a Network of yours to choose it.
-   * A store with a network alias is reached by it, else by its address on that network.
+   * A store with a network alias is reached by that name (mapped to its address in the
+   * backend's /etc/hosts), else by its address on that network.
    * Their password and TLS, which they must share, go in files (KV_STORE_PASSWORD_FILE,
    * KV_STORE_TLS_*); over TLS each store needs an alias its certificate names.
    */
@@ -43,14 +44,19 @@ export class KvstackBackendContainer extends GenericContainer {
     if (passwords.size > 1) throw new TypeError('withStore: the stores of one ring share one password (KV_STORE_PASSWORD_FILE)');
     const tls = stores[0]!.getTls();
     if (stores.some((s) => s.getTls() !== tls)) throw new TypeError('withStore: the stores of one ring share one withTls (KV_STORE_TLS_*)');
+    const hosts: { host: string; ipAddress: string }[] = [];
     const list = stores.map((s, i) => {
       const alias = s.getNetworkAlias();
       if (tls !== undefined && alias === undefined) throw new TypeError(`withStore: store ${i} speaks TLS: give it a network alias its certificate names (withNetworkAliases)`);
-      const address = alias ?? s.getIpAddress(network);
-      if (!address) throw new TypeError(`withStore: store ${i} is not on the network ${network}`);
+      const ip = s.getIpAddress(network);
+      if (!ip) throw new TypeError(`withStore: store ${i} is not on the network ${network}`);
+      // The alias goes in the backend's /etc/hosts: Docker's embedded DNS has been seen to
+      // fail for a whole container's life (EAI_AGAIN), and the address is known here.
+      if (alias !== undefined) hosts.push({ host: alias, ipAddress: ip });
+      const address = alias ?? ip;
       return stores.length === 1 ? `${address}:${STORE_PORT}` : `store-${i}=${address}:${STORE_PORT}`;
     });
-    this.withNetworkMode(network).withEnvironment({ KV_STORE: list.join(',') });
+    this.withNetworkMode(network).withExtraHosts(hosts).withEnvironment({ KV_STORE: list.join(',') });
     const [password] = passwords;
     if (password !== undefined) {
       this.withEnvironment({ KV_STORE_PASSWORD_FILE: PASSWORD_FILE }).withCopyContentToContainer([{ content: password, target: PASSWORD_FILE, mode: 0o444 }]);
