@@ -6,7 +6,7 @@
 // needs; the backend's KV_STORE is the headless Service's SRV name; the PrometheusRule is
 // alert-rules.yml and the ConfigMap the dashboard JSON. Each check is also run on a
 // manifest broken on purpose, so a check that can no longer fail shows up here.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -36,6 +36,7 @@ import {
 } from './helpers/kubernetes-manifests.ts';
 import { readRepoFile, repoFile } from './helpers/observability-sources.ts';
 import { tlsFixture } from './helpers/tls-certs.ts';
+import { httpsFixture } from './helpers/https-certs.ts';
 
 const version = (JSON.parse(readRepoFile('package.json')) as { version: string }).version;
 
@@ -159,6 +160,30 @@ describeKubectl('Kubernetes policy', () => {
     const env = (c: Container) => Object.fromEntries((c.env ?? []).filter((e) => e.name.includes('TLS')).map((e) => [e.name, files(e.value)]));
     expect(loadStoreConfig(env(store)).tls).toMatchObject({ clientAuth: 'require' });
     expect(loadBackendConfig(env(backend)).storeTlsFiles).toBeDefined();
+  });
+
+  it('components/backend-https and backend-tokens mount their Secrets into every backend as directories, its settings load, and the result still passes every check', () => {
+    const secured = renderWithComponent('prometheus-operator', ['backend-https', 'backend-tokens']);
+    const backend = backendWorkload(secured)!.containers[0]!;
+    expect(['BACKEND_TLS_CERT_FILE', 'BACKEND_TLS_KEY_FILE', 'BACKEND_TOKENS_FILE'].map((e) => envOf(backend, e))).toEqual([
+      '/etc/kvstack/backend-tls/tls.crt',
+      '/etc/kvstack/backend-tls/tls.key',
+      '/etc/kvstack/backend-tokens/tokens',
+    ]);
+    const spec = backendWorkload(secured)!.object.spec.template.spec;
+    for (const [volume, secret, path] of [['backend-tls', 'kvstack-backend-tls', '/etc/kvstack/backend-tls'], ['backend-tokens', 'kvstack-backend-tokens', '/etc/kvstack/backend-tokens']] as const) {
+      expect(spec.volumes.find((v: { name: string }) => v.name === volume).secret.secretName).toBe(secret);
+      // Mounted as a directory, never subPath: a renewed Secret reaches the files.
+      expect(spec.containers[0].volumeMounts.find((m: { name: string }) => m.name === volume)).toEqual({ name: volume, mountPath: path, readOnly: true });
+    }
+    for (const check of [checkContainers, checkSelectorsAndPorts, checkNetworkPolicies, checkStoreSizing, checkStoreAddress]) expect(check(secured), check.name).toEqual([]);
+    // The settings load, with files standing in for the Secrets'.
+    const cert = httpsFixture().issue('kubernetes-backend');
+    const tokens = join(httpsFixture().dir, 'kubernetes-tokens');
+    writeFileSync(tokens, 'write kubernetes-write-token-0123456789\n');
+    const stand = (v: string | undefined) => v?.replace('/etc/kvstack/backend-tls/tls.crt', cert.certFile).replace('/etc/kvstack/backend-tls/tls.key', cert.keyFile).replace('/etc/kvstack/backend-tokens/tokens', tokens);
+    const env = Object.fromEntries((backend.env ?? []).filter((e) => e.name.startsWith('BACKEND_T')).map((e) => [e.name, stand(e.value)]));
+    expect(loadBackendConfig(env)).toMatchObject({ tlsCertFile: cert.certFile, tokensFile: tokens });
   });
 
   it('the stated RSS bound is what the limit is held to: 1.5 x MAX_MEMORY_BYTES + 200 MiB', () => {
