@@ -3,6 +3,7 @@
 // the pair reloaded by SIGHUP and by a Kubernetes symlink swap while a client stays
 // connected on the old certificate; a reload that fails; the start-up refusals.
 import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { Agent, request } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
@@ -11,13 +12,27 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadBackendConfig } from '../services/config/config.ts';
 import { ConfigError } from '../services/shared/config-error.ts';
 import { backendHarness, loggerWithSink, metricSum, scrape, send, statusOf } from './helpers/backend-harness.ts';
-import { httpsFixture, type ServerCert } from './helpers/https-certs.ts';
+import { pem, tlsFixture } from './helpers/tls-certs.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const h = backendHarness();
-const tls = httpsFixture();
-const first = tls.issue('first');
-const second = tls.issue('second');
+/** A server certificate and its key, as files and as PEM, and its serial number, to tell two apart on the wire. */
+interface ServerCert {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly cert: string;
+  readonly key: string;
+  readonly serial: string;
+}
+const certs = tlsFixture();
+const caPem = pem(certs.ca);
+const serverCert = (name: string): ServerCert => {
+  const issued = certs.issue(name, { cn: name, eku: 'serverAuth' });
+  const cert = pem(issued.cert);
+  return { certFile: issued.cert, keyFile: issued.key, cert, key: pem(issued.key), serial: new X509Certificate(cert).serialNumber };
+};
+const first = serverCert('https-first');
+const second = serverCert('https-second');
 const dir = mkdtempSync(join(tmpdir(), 'kv-https-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -32,7 +47,7 @@ interface HttpsReply {
 /** One HTTPS request trusting only the test CA; `agent` keeps its connection for the next. */
 function call(port: number, method: string, path: string, { agent, body, headers = {} }: { agent?: Agent; body?: string; headers?: Record<string, string> } = {}): Promise<HttpsReply> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, ca: tls.ca, agent: agent ?? false, headers }, (res) => {
+    const req = request({ host: '127.0.0.1', port, method, path, ca: caPem, agent: agent ?? false, headers }, (res) => {
       // Read now: a kept-alive socket goes back to its agent once the response ends.
       const serial = (res.socket as TLSSocket).getPeerCertificate().serialNumber;
       const chunks: Buffer[] = [];
@@ -45,7 +60,7 @@ function call(port: number, method: string, path: string, { agent, body, headers
 }
 
 const keptAgent = (): Agent => {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: tls.ca });
+  const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: caPem });
   h.defer(() => agent.destroy());
   return agent;
 };

@@ -36,7 +36,6 @@ import {
 } from './helpers/kubernetes-manifests.ts';
 import { readRepoFile, repoFile } from './helpers/observability-sources.ts';
 import { tlsFixture } from './helpers/tls-certs.ts';
-import { httpsFixture } from './helpers/https-certs.ts';
 
 const version = (JSON.parse(readRepoFile('package.json')) as { version: string }).version;
 
@@ -178,12 +177,12 @@ describeKubectl('Kubernetes policy', () => {
     }
     for (const check of [checkContainers, checkSelectorsAndPorts, checkNetworkPolicies, checkStoreSizing, checkStoreAddress]) expect(check(secured), check.name).toEqual([]);
     // The settings load, with files standing in for the Secrets'.
-    const cert = httpsFixture().issue('kubernetes-backend');
-    const tokens = join(httpsFixture().dir, 'kubernetes-tokens');
+    const cert = tlsFixture().issue('kubernetes-backend', { eku: 'serverAuth' });
+    const tokens = join(tlsFixture().dir, 'kubernetes-tokens');
     writeFileSync(tokens, 'write kubernetes-write-token-0123456789\n');
-    const stand = (v: string | undefined) => v?.replace('/etc/kvstack/backend-tls/tls.crt', cert.certFile).replace('/etc/kvstack/backend-tls/tls.key', cert.keyFile).replace('/etc/kvstack/backend-tokens/tokens', tokens);
+    const stand = (v: string | undefined) => v?.replace('/etc/kvstack/backend-tls/tls.crt', cert.cert).replace('/etc/kvstack/backend-tls/tls.key', cert.key).replace('/etc/kvstack/backend-tokens/tokens', tokens);
     const env = Object.fromEntries((backend.env ?? []).filter((e) => e.name.startsWith('BACKEND_T')).map((e) => [e.name, stand(e.value)]));
-    expect(loadBackendConfig(env)).toMatchObject({ tlsCertFile: cert.certFile, tokensFile: tokens });
+    expect(loadBackendConfig(env)).toMatchObject({ tlsCertFile: cert.cert, tokensFile: tokens });
   });
 
   it('the stated RSS bound is what the limit is held to: 1.5 x MAX_MEMORY_BYTES + 200 MiB', () => {

@@ -9,7 +9,6 @@ import { createLogger } from '../services/shared/logger.ts';
 import { startStoreService, type StoreService } from '../services/store/store-service.ts';
 import { parseExposition } from '../bench/harness/exposition.ts';
 import { dashboardExpressions, metricNamesIn, readRules, type NamedExpr } from './helpers/observability-sources.ts';
-import { httpsFixture } from './helpers/https-certs.ts';
 import { tlsFixture } from './helpers/tls-certs.ts';
 
 /** Names a scrape yields: sample names, plus the series names of every declared family. */
@@ -57,9 +56,9 @@ describe('metric names used by dashboards and alerts', () => {
       { logger },
     );
     for (const name of exportedNames(await (await fetch(`http://127.0.0.1:${discovering.metricsPort}/metrics`)).text())) exported.backend.add(name);
-    const cert = httpsFixture().issue('observability');
+    const cert = tlsFixture().issue('observability', { eku: 'serverAuth' });
     secure = await startBackendService(
-      loadBackendConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, store: parseStoreList(`127.0.0.1:${store.port}`, 'KV_STORE'), tlsCertFile: cert.certFile, tlsKeyFile: cert.keyFile }),
+      loadBackendConfig({}, { host: '127.0.0.1', port: 0, metricsPort: 0, store: parseStoreList(`127.0.0.1:${store.port}`, 'KV_STORE'), tlsCertFile: cert.cert, tlsKeyFile: cert.key }),
       { logger },
     );
     for (const name of exportedNames(await (await fetch(`http://127.0.0.1:${secure.metricsPort}/metrics`)).text())) exported.backend.add(name);

@@ -1,26 +1,19 @@
 // SPEC §8: the password file is read again on SIGHUP and when it changes on disk (the
 // symlink swap Kubernetes does for a mounted Secret), without dropping a connection; a
 // reload that fails keeps the password in use, is counted and logged once.
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { destroyAll } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { startServiceProcess, storeScript, freePort } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
+import { tempDirs } from './helpers/temp-dirs.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 import { STORE_READY } from '../services/shared/ready-line.ts';
 
 afterEach(destroyAll);
-const root = mkdtempSync(join(tmpdir(), 'kvstore-reload-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-let dirs = 0;
-const newDir = (): string => {
-  const dir = join(root, String(dirs++));
-  mkdirSync(dir);
-  return dir;
-};
+const newDir = tempDirs('kvstore-reload-');
 
 const OLD = 'the old password';
 const NEW = 'the new password';

@@ -2,12 +2,11 @@
 // checked in both modes, handshake failures are counted and logged (bounded), and the
 // certificate, key and CA reload on SIGHUP and on a change on disk (the symlink swap
 // Kubernetes does) with no connection dropped; a reload that fails keeps the old ones.
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect as netConnect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../services/client/errors.ts';
 import { StoreConnection } from '../services/client/store-connection.ts';
 import { TlsMaterialSource } from '../services/client/client-tls.ts';
@@ -17,18 +16,12 @@ import { destroyAll, track } from './helpers/cleanup.ts';
 import { LineClient } from './helpers/line-client.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { pem, tlsFixture } from './helpers/tls-certs.ts';
+import { tempDirs } from './helpers/temp-dirs.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 afterEach(destroyAll);
 const f = tlsFixture();
-const root = mkdtempSync(join(tmpdir(), 'kvstore-tls-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-let dirs = 0;
-const newDir = (): string => {
-  const dir = join(root, String(dirs++));
-  mkdirSync(dir);
-  return dir;
-};
+const newDir = tempDirs('kvstore-tls-');
 
 const trustCa: ConnectionOptions = { ca: pem(f.ca) };
 const withClientCert: ConnectionOptions = { ...trustCa, cert: pem(f.client.cert), key: pem(f.client.key) };

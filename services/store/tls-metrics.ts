@@ -1,8 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-
-/** Why a TLS handshake failed, as the `reason` label of kvstore_tls_handshake_failures_total: a small fixed set. */
-export const HANDSHAKE_REASONS = ['plaintext', 'certificate', 'timeout', 'other'] as const;
-export type HandshakeReason = (typeof HANDSHAKE_REASONS)[number];
+import { HANDSHAKE_REASONS, type HandshakeReason } from '../shared/tls-handshake.ts';
 
 /** The store's TLS counts (SPEC §8), kept as numbers and read by prom-client at scrape time. */
 export class TlsMetrics {

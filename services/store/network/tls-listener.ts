@@ -3,13 +3,8 @@ import { createServer, type SecureContextOptions, type Server, type TLSSocket } 
 import type { ClientAuthMode } from '../../config/tls-settings.ts';
 import { LogBudget } from '../../shared/log-budget.ts';
 import type { Logger } from '../../shared/logger.ts';
-import type { HandshakeReason, TlsMetrics } from '../tls-metrics.ts';
-
-/**
- * A client that connects and never finishes its handshake is cut after this long (Node's
- * default is 120 s): a handshake takes a few round trips, and one held open costs a socket.
- */
-export const HANDSHAKE_TIMEOUT_MS = 10_000;
+import { HANDSHAKE_TIMEOUT_MS, handshakeReason, type HandshakeReason } from '../../shared/tls-handshake.ts';
+import type { TlsMetrics } from '../tls-metrics.ts';
 /**
  * Handshake failures logged per minute; the rest are counted only (a client can cause one
  * per connection it opens). The metric counts every one.
@@ -21,15 +16,6 @@ export interface TlsListenerOptions {
   readonly context: SecureContextOptions;
   readonly clientAuth: ClientAuthMode;
   readonly metrics: TlsMetrics;
-}
-
-/** The reason label of a failed handshake, from the error's code. */
-export function handshakeReason(err: Error & { code?: string }): HandshakeReason {
-  const code = err.code ?? '';
-  if (code === 'ERR_TLS_HANDSHAKE_TIMEOUT') return 'timeout';
-  if (/WRONG_VERSION_NUMBER|HTTP_REQUEST|HTTPS_PROXY_REQUEST|PACKET_LENGTH_TOO_LONG|RECORD_LENGTH_MISMATCH|UNKNOWN_PROTOCOL/.test(code)) return 'plaintext';
-  if (/CERTIFICATE|PEER_DID_NOT_RETURN/.test(code)) return 'certificate';
-  return 'other';
 }
 
 /**
