@@ -3,7 +3,7 @@
 // AUTH before any queued command; a client certificate rotated on disk is used by the
 // next connection; a TLS, password-protected ring of three through the backend survives a
 // shard restarted mid-load; and no log line of any service carries key material.
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { StoreConnection } from '../services/client/store-connection.ts';
 import { loadBackendConfig } from '../services/config/config.ts';
 import { createLogger } from '../services/shared/logger.ts';
 import { Secret } from '../services/shared/secret.ts';
-import { backendHarness, logSink, send, statusOf } from './helpers/backend-harness.ts';
+import { backendHarness, logSink, send as sendHttp, statusOf } from './helpers/backend-harness.ts';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { numberedKeys } from './helpers/keys.ts';
 import { runKvProcess } from './helpers/kv-process.ts';
@@ -27,6 +27,7 @@ const dir = mkdtempSync(join(tmpdir(), 'kv-client-tls-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const PASSWORD = 'ring password';
+const TOKEN = 'a-write-token-for-the-ring-test';
 const files = { ca: { path: f.ca, env: 'KV_STORE_TLS_CA_FILE' }, cert: { path: f.client.cert, env: 'KV_STORE_TLS_CERT_FILE' }, key: { path: f.client.key, env: 'KV_STORE_TLS_KEY_FILE' } };
 
 const secureStore = (overrides: Parameters<typeof startTestStore>[0] = {}): Promise<TestStore> =>
@@ -82,15 +83,31 @@ describe('the public TlsFileSource.fromPaths', () => {
 });
 
 describe('the backend over TLS', () => {
-  it('a TLS, password-protected ring of three with client certificates: served, ready, and back after a shard restarted mid-load', async () => {
+  it('end to end: HTTPS and tokens on the backend, a TLS, password-protected ring of three with client certificates behind it: served, ready, and back after a shard restarted mid-load', async () => {
     const stores = await Promise.all([0, 1, 2].map(() => secureStore({ logLevel: 'trace' })));
     const sink = logSink();
     const logger = createLogger({ name: 'kvbackend', level: 'trace', destination: sink });
+    const tokensFile = join(dir, 'ring-tokens');
+    writeFileSync(tokensFile, `write ${TOKEN}\n`);
     const backend = await h.backend(
       stores.map((s) => s.port),
-      { storePassword: new Secret(PASSWORD), storeTls: true, storeTlsCaFile: f.ca, storeTlsCertFile: f.client.cert, storeTlsKeyFile: f.client.key, storeTimeoutMs: 2000 },
+      {
+        storePassword: new Secret(PASSWORD),
+        storeTls: true,
+        storeTlsCaFile: f.ca,
+        storeTlsCertFile: f.client.cert,
+        storeTlsKeyFile: f.client.key,
+        storeTimeoutMs: 2000,
+        tlsCertFile: f.server.cert,
+        tlsKeyFile: f.server.key,
+        tokensFile,
+      },
       { logger },
     );
+    const caPem = readFileSync(f.ca, 'utf8');
+    const send = (port: number, method: string, path: string, body?: string) => sendHttp(port, method, path, body, { authorization: `Bearer ${TOKEN}` }, caPem);
+    expect((await sendHttp(backend.port, 'GET', '/k', undefined, {}, caPem)).status).toBe(401);
+    await expect(sendHttp(backend.port, 'GET', '/k', undefined, { authorization: `Bearer ${TOKEN}` })).rejects.toThrow(); // plain HTTP on the HTTPS port
     const keys = numberedKeys(60);
     for (const key of keys) expect((await send(backend.port, 'PUT', `/${key}`, `v-${key}`)).status).toBe(204);
     for (const s of stores) expect(s.service.engine.keyCount).toBeGreaterThan(0);
@@ -125,6 +142,7 @@ describe('the backend over TLS', () => {
     expect(text).not.toMatch(/PRIVATE KEY/);
     for (const k of [f.client.key, f.server.key]) expect(text).not.toContain(readFileSync(k, 'utf8').split('\n')[1]!);
     expect(text).not.toContain(PASSWORD);
+    expect(text).not.toContain(TOKEN);
   });
 
   it('refuses to start with a TLS file but no KV_STORE_TLS, a certificate without its key, or a key that does not match', () => {

@@ -1,4 +1,5 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { afterEach } from 'vitest';
 import { StoreConnection } from '../../services/client/index.ts';
 import { startBackendService, type BackendDeps, type BackendService } from '../../services/backend/backend-service.ts';
@@ -44,9 +45,11 @@ export interface RawResponse {
 }
 
 /** One HTTP request with the path sent exactly as given (no normalisation), body as bytes. */
-export function send(port: number, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<RawResponse> {
+export function send(port: number, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}, httpsCa?: string): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+    // With `httpsCa`: over HTTPS, trusting that CA (PEM) only.
+    const request = httpsCa === undefined ? httpRequest : httpsRequest;
+    const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false, ...(httpsCa === undefined ? {} : { ca: httpsCa }) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
