@@ -118,6 +118,7 @@ await describeDocker(
     await using network = await new Network().start();
     await using store = await new KvstackContainer().withNetwork(network).withPassword('shared secret').start();
     await using backend = await new KvstackBackendContainer().withStore(store).start();
+    expect(backend.getNetworkNames()).toContain(network.getName());
     expect((await fetch(`${backend.getHttpUrl()}/through-http`, { method: 'PUT', body: 'value over HTTP' })).status).toBe(204);
     expect(await (await fetch(`${backend.getHttpUrl()}/through-http`)).text()).toBe('value over HTTP');
     expect((await (await store.client()).get('through-http'))?.toString()).toBe('value over HTTP');
@@ -145,6 +146,7 @@ await describeDocker(
     }
 
     await using backend = await new KvstackBackendContainer().withStore(store).start();
+    expect(backend.getNetworkNames()).toContain(network.getName());
     expect(await (await fetch(`${backend.getHttpUrl()}/secured`)).text()).toBe('yes');
     expect(() => new KvstackContainer().withTls({ cert: '/etc/store.crt', key: '/etc/store.key' })).toThrow(/PEM text/);
   });

@@ -29,8 +29,8 @@ export class KvstackBackendContainer extends GenericContainer {
   }
 
   /**
-   * The stores behind it (KV_STORE), reached over the first Docker network of the first
-   * store, which the backend joins: start the stores on a Network of yours to choose it.
+   * The stores behind it (KV_STORE), reached over the first store's Docker network (the
+   * one of yours it was started on, else the default bridge), which the backend joins.
    * A store with a network alias is reached by that name (mapped to its address in the
    * backend's /etc/hosts), else by its address on that network.
    * Their password and TLS, which they must share, go in files (KV_STORE_PASSWORD_FILE,
@@ -38,7 +38,10 @@ export class KvstackBackendContainer extends GenericContainer {
    */
   withStore(...stores: StartedKvstackContainer[]): this {
     if (stores.length === 0) throw new TypeError('withStore: at least one started KvstackContainer');
-    const network = stores[0]!.getNetworkNames()[0];
+    // A container started withNetwork(n) is on Docker's default bridge too, listed in no
+    // fixed order: the caller's network is the one that is not the default.
+    const names = stores[0]!.getNetworkNames();
+    const network = names.find((n) => n !== 'bridge') ?? names[0];
     if (network === undefined) throw new TypeError('withStore: the store container is on no Docker network');
     const passwords = new Set(stores.map((s) => s.getPassword()));
     if (passwords.size > 1) throw new TypeError('withStore: the stores of one ring share one password (KV_STORE_PASSWORD_FILE)');
@@ -50,8 +53,8 @@ export class KvstackBackendContainer extends GenericContainer {
       if (tls !== undefined && alias === undefined) throw new TypeError(`withStore: store ${i} speaks TLS: give it a network alias its certificate names (withNetworkAliases)`);
       const ip = s.getIpAddress(network);
       if (!ip) throw new TypeError(`withStore: store ${i} is not on the network ${network}`);
-      // The alias goes in the backend's /etc/hosts: Docker's embedded DNS has been seen to
-      // fail for a whole container's life (EAI_AGAIN), and the address is known here.
+      // The alias goes in the backend's /etc/hosts, with the address known here, so it
+      // resolves on any network (Docker's default bridge has no DNS).
       if (alias !== undefined) hosts.push({ host: alias, ipAddress: ip });
       const address = alias ?? ip;
       return stores.length === 1 ? `${address}:${STORE_PORT}` : `store-${i}=${address}:${STORE_PORT}`;
