@@ -1,6 +1,7 @@
 import { connect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { StoreTlsConnectOptions } from '../../client/client-tls.ts';
+import { decodeReply, ERROR_REASONS } from '../../protocol/replies.ts';
 import type { BenchProtocol } from './bench-protocol.ts';
 import type { CommandEncoder } from './command-encoder.ts';
 import { LatencyHistogram } from './latency-histogram.ts';
@@ -128,7 +129,8 @@ export class LoadGenerator {
             socket.off('data', onReply);
             const line = reply.slice(0, eol).replace(/\r$/, '');
             // A store without a password says so and serves: as the client library, carry on.
-            if (line !== 'OK' && line !== 'ERROR authentication not enabled') {
+            const answer = decodeReply(line);
+            if (answer.kind !== 'ok' && !(answer.kind === 'error' && answer.reason === ERROR_REASONS.authenticationNotEnabled)) {
               clearTimeout(timer);
               reject(new Error(`the store at ${host}:${port} refused AUTH: ${line}`));
               socket.destroy();
