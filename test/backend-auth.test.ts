@@ -1,12 +1,11 @@
 // SPEC §8 end to end: the backend and `kv` against password-protected stores, one and a
 // ring of three; a wrong password is a shard down with its reason logged once; and no
 // log line of any service, at trace level, carries the password.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { Secret } from '../services/shared/secret.ts';
 import { createLogger } from '../services/shared/logger.ts';
+import { tempFiles } from './helpers/temp-dirs.ts';
 import { backendHarness, logSink, send, statusOf } from './helpers/backend-harness.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { runKvProcess } from './helpers/kv-process.ts';
@@ -18,13 +17,7 @@ afterEach(destroyAll);
 const h = backendHarness();
 
 const PASSWORD = 'ring password with spaces';
-const dir = mkdtempSync(join(tmpdir(), 'kv-password-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const passwordFile = (name: string, text: string): string => {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-};
+const passwordFile = tempFiles('kv-password-');
 
 async function ringOfThree(level: 'silent' | 'trace' = 'silent'): Promise<TestStore[]> {
   return Promise.all([0, 1, 2].map(() => startTestStore({ password: new Secret(PASSWORD), logLevel: level })));

@@ -1,25 +1,21 @@
 // SPEC §8 "Backend tokens": BACKEND_TOKENS_FILE, the 401 and 403 answers, the admin port
 // left open, rotation by SIGHUP and on disk (the symlink swap Kubernetes does), a reload
 // that fails, the start-up errors, and no token in any log line or metric.
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadBackendConfig } from '../services/config/config.ts';
 import { ConfigError } from '../services/shared/config-error.ts';
+import { tempFiles } from './helpers/temp-dirs.ts';
 import { backendHarness, loggerWithSink, metricSum, scrape, send, statusOf } from './helpers/backend-harness.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
 const h = backendHarness();
-const dir = mkdtempSync(join(tmpdir(), 'kv-tokens-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const writeFile = tempFiles('kv-tokens-');
+const { dir } = writeFile;
 let files = 0;
-const tokensFile = (text: string): string => {
-  const path = join(dir, `tokens-${files++}`);
-  writeFileSync(path, text);
-  return path;
-};
+const tokensFile = (text: string): string => writeFile(`tokens-${files++}`, text);
 
 const READ = 'read-token-0123456789abcdef';
 const WRITE = 'write-token-0123456789abcdef';

@@ -1,13 +1,12 @@
 // SPEC §8: the store's password. The AUTH state machine over TCP, the password file,
 // the readiness probe, the metrics, and the password in no log line.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadStoreConfig } from '../services/config/config.ts';
 import { ConfigError } from '../services/shared/config-error.ts';
 import { Secret } from '../services/shared/secret.ts';
 import { COMMAND_TABLE } from '../services/protocol/command-table.ts';
+import { tempFiles } from './helpers/temp-dirs.ts';
 import { destroyAll } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { STORE_READY } from '../services/shared/ready-line.ts';
@@ -175,13 +174,8 @@ describe('store password: AUTH before anything but QUIT', () => {
 });
 
 describe('store password: settings', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'kvstore-password-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const file = (name: string, text: string): string => {
-    const path = join(dir, name);
-    writeFileSync(path, text);
-    return path;
-  };
+  const file = tempFiles('kvstore-password-');
+  const { dir } = file;
 
   it('STORE_PASSWORD is taken verbatim, spaces included; empty means none', () => {
     expect(loadStoreConfig({ STORE_PASSWORD: ' a b ' }).password?.reveal()).toBe(' a b ');

@@ -1,20 +1,14 @@
 // SPEC §8: the store's TLS settings are checked at start-up, each error naming the
 // variable (and the file's path, never a key's bytes).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadStoreConfig } from '../services/config/config.ts';
+import { tempFiles } from './helpers/temp-dirs.ts';
 import { pem, tlsFixture } from './helpers/tls-certs.ts';
 
 const f = tlsFixture();
-const dir = mkdtempSync(join(tmpdir(), 'kvstore-tls-config-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const file = (name: string, text: string): string => {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-};
+const file = tempFiles('kvstore-tls-config-');
+const { dir } = file;
 const tls = { STORE_TLS_CERT_FILE: f.server.cert, STORE_TLS_KEY_FILE: f.server.key };
 
 describe('store TLS settings', () => {

@@ -1,5 +1,5 @@
-// Fresh directories under one temporary root per test file, removed after its tests.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+// Fresh directories and files under one temporary root per test file, removed after its tests.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
@@ -14,4 +14,15 @@ export function tempDirs(prefix: string): () => string {
     mkdirSync(dir);
     return dir;
   };
+}
+
+/** A function that writes `text` into the file `name` under one temporary directory (named by `prefix`) and returns its path; `.dir` is that directory. */
+export function tempFiles(prefix: string): ((name: string, text: string) => string) & { readonly dir: string } {
+  const dir = tempDirs(prefix)();
+  const write = (name: string, text: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+  return Object.assign(write, { dir });
 }
