@@ -7,8 +7,9 @@ import { join } from 'node:path';
 
 /** Builds `root`'s dist/ (throws on a failed build); returns it. */
 export function buildDist(root: string): string {
-  const tsc = join(root, 'node_modules', '.bin', 'tsc');
-  const run = spawnSync(existsSync(tsc) ? tsc : 'npx', existsSync(tsc) ? ['-p', 'tsconfig.build.json'] : ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' });
+  const local = join(root, 'node_modules', '.bin', 'tsc');
+  const [command, ...args] = [...(existsSync(local) ? [local] : ['npx', 'tsc']), '-p', 'tsconfig.build.json'];
+  const run = spawnSync(command!, args, { cwd: root, encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`npm run build failed in ${root}: ${run.stdout}${run.stderr}`);
   const addon = join(root, 'services', 'store', 'network', 'native', 'build');
   if (existsSync(addon)) cpSync(addon, join(root, 'dist', 'store', 'network', 'native', 'build'), { recursive: true });
