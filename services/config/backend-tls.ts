@@ -1,6 +1,5 @@
-import { ConfigError } from '../shared/config-error.ts';
 import type { Secret } from '../shared/secret.ts';
-import { readTlsMaterial } from './tls-settings.ts';
+import { certAndKeyGiven, readTlsMaterial, type CertAndKeyFiles } from './tls-settings.ts';
 
 // The backend's HTTPS (SPEC §8): BACKEND_TLS_CERT_FILE and BACKEND_TLS_KEY_FILE, PEM, read
 // and checked by the same reader as the store's TLS files (tls-settings.ts): every message
@@ -15,19 +14,11 @@ export interface BackendTlsPair {
   readonly expiresAt: number;
 }
 
-export interface BackendTlsFiles {
-  readonly certFile: string;
-  readonly keyFile: string;
-  readonly certEnv: string;
-  readonly keyEnv: string;
-}
+export type BackendTlsFiles = CertAndKeyFiles;
 
 /** Whether HTTPS is on: both files named, or neither; one alone is an error naming the other. */
-export function backendTlsOn({ certFile, keyFile, certEnv, keyEnv }: BackendTlsFiles): boolean {
-  if (certFile === '' && keyFile === '') return false;
-  if (certFile === '') throw new ConfigError(`${keyEnv} is set but ${certEnv} is not: HTTPS needs both the certificate and its key`);
-  if (keyFile === '') throw new ConfigError(`${certEnv} is set but ${keyEnv} is not: HTTPS needs both the certificate and its key`);
-  return true;
+export function backendTlsOn(files: BackendTlsFiles): boolean {
+  return certAndKeyGiven(files, 'HTTPS needs both the certificate and its key');
 }
 
 /** Reads both files and checks them: a PEM certificate that parses, a PEM key that loads and matches it (OpenSSL's own check). */

@@ -99,6 +99,22 @@ export function readTlsMaterial(files: TlsFiles): TlsMaterial {
   });
 }
 
+/** Where a certificate and its key are named: their paths ('' = not set) and the settings that name them. */
+export interface CertAndKeyFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly certEnv: string;
+  readonly keyEnv: string;
+}
+
+/** Whether a certificate and its key are given: both, or neither; one alone is an error naming the other and saying what `needs` both. */
+export function certAndKeyGiven({ certFile, keyFile, certEnv, keyEnv }: CertAndKeyFiles, needs: string): boolean {
+  if (certFile === '' && keyFile === '') return false;
+  if (certFile === '') throw new ConfigError(`${keyEnv} is set but ${certEnv} is not: ${needs}`);
+  if (keyFile === '') throw new ConfigError(`${certEnv} is set but ${keyEnv} is not: ${needs}`);
+  return true;
+}
+
 /** The store's TLS files and how it checks clients, with the material read at start-up. */
 export interface StoreTlsSettings {
   readonly files: TlsFiles;
@@ -122,13 +138,11 @@ export interface StoreTlsEnv {
  * with a client-auth mode and a mode only with a CA, nothing of it without the certificate.
  */
 export function resolveStoreTls(s: StoreTlsEnv): StoreTlsSettings | undefined {
-  if (s.certFile === '' && s.keyFile === '') {
+  if (!certAndKeyGiven(s, 'TLS needs both the certificate and its key')) {
     const stray = s.caFile !== '' ? s.caEnv : s.clientAuth !== 'none' ? s.clientAuthEnv : undefined;
     if (stray !== undefined) throw new ConfigError(`${stray} is set but ${s.certEnv} and ${s.keyEnv} are not: client certificates are checked only when the store speaks TLS`);
     return undefined;
   }
-  if (s.certFile === '') throw new ConfigError(`${s.keyEnv} is set but ${s.certEnv} is not: TLS needs both the certificate and its key`);
-  if (s.keyFile === '') throw new ConfigError(`${s.certEnv} is set but ${s.keyEnv} is not: TLS needs both the certificate and its key`);
   if (s.clientAuth !== 'none' && s.caFile === '') {
     throw new ConfigError(`${s.clientAuthEnv}=${s.clientAuth} is invalid without ${s.caEnv}: client certificates are checked against that CA`);
   }
@@ -170,8 +184,7 @@ export function resolveClientTls(s: ClientTlsEnv): ClientTlsSettings | undefined
     if (stray) throw new ConfigError(`${stray} is set but ${s.tlsEnv} is not true: set ${s.tlsEnv}=true to connect to the store over TLS`);
     return undefined;
   }
-  if (s.certFile !== '' && s.keyFile === '') throw new ConfigError(`${s.certEnv} is set but ${s.keyEnv} is not: a client certificate needs its key`);
-  if (s.keyFile !== '' && s.certFile === '') throw new ConfigError(`${s.keyEnv} is set but ${s.certEnv} is not: a client certificate needs its key`);
+  certAndKeyGiven(s, 'a client certificate needs its key');
   const files: TlsFiles = {
     ca: s.caFile === '' ? undefined : { path: s.caFile, env: s.caEnv },
     cert: s.certFile === '' ? undefined : { path: s.certFile, env: s.certEnv },
