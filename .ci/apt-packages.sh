@@ -1,9 +1,10 @@
 # Debian packages the tests need: promtool and Alertmanager for the observability
 # tests and the stand-in images, the Docker engine, debootstrap for the base image,
-# wrk for the HTTP benchmark's own test, openssl for the certificates the TLS and HTTPS suites make.
+# wrk for the HTTP benchmark's own test, openssl for the certificates the TLS and HTTPS suites make,
+# redis-server for the connection-churn suite's Redis half.
 # Installs only what is missing, so a warm run skips apt entirely.
 
-CI_APT_PACKAGES=(prometheus prometheus-alertmanager docker.io debootstrap wrk openssl)
+CI_APT_PACKAGES=(prometheus prometheus-alertmanager docker.io debootstrap wrk openssl redis-server)
 
 ci_pkg_installed() {
   [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]

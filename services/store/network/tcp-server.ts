@@ -3,7 +3,7 @@ import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
 import { MAX_CONNECTIONS_REPLY, statsReply } from '../../protocol/replies.ts';
 import { listen } from '../../shared/listen.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { ServedConnection, LINGER_MS, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
+import { ServedConnection, lingerThenDestroy, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
 import { NativeClientReads, type SocketIo } from './native-io.ts';
 import { StreamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
@@ -199,7 +199,7 @@ export class StoreServer {
     this.metrics.sentBytes += MAX_CONNECTIONS_REPLY.length;
     logger.warn({ remote: socket.remoteAddress, maxConnections }, 'max connections reached: refusing a connection');
     socket.end(MAX_CONNECTIONS_REPLY);
-    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    lingerThenDestroy(socket);
   }
 
   /**
