@@ -1,9 +1,9 @@
 // kvstack/testcontainers against the images built from this checkout: the store started
 // with its defaults and each builder method, its ready client and connection URL, a wait
 // strategy of the caller's kept, a snapshot on a volume across containers, TLS with
-// client certificates, the backend in front of one store and of a ring, and `await
-// using`. Skips, saying so, when no Docker engine is reachable; REQUIRE_DOCKER=1 makes
-// that a failure.
+// client certificates, the backend in front of one store (following it to a new address)
+// and of a ring, and `await using`. Skips, saying so, when no Docker engine is reachable;
+// REQUIRE_DOCKER=1 makes that a failure.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,11 +14,13 @@ import { Network, Wait } from 'testcontainers';
 import { beforeAll, expect, it, vi } from 'vitest';
 import { parseStoreUrl, StoreAuthError, StoreConnection, StoreError, StoreReplyError, TlsMaterialSource } from '../services/client/index.ts';
 import { ShardRing } from '../services/ring/shard-ring.ts';
-import { KvstackBackendContainer, KvstackContainer, STORE_ADMIN_PORT, type StartedKvstackContainer } from '../services/testcontainers/index.ts';
-import { describeDocker, docker } from './helpers/docker-available.ts';
+import { probeUsage } from '../services/client/probe-usage.ts';
+import { KvstackBackendContainer, KvstackContainer, STORE_ADMIN_PORT, STORE_PORT, type StartedKvstackContainer } from '../services/testcontainers/index.ts';
+import { describeDocker, docker, publishedPort } from './helpers/docker-available.ts';
 import { buildKvstackImages } from './helpers/kvstack-images.ts';
 import { numberedKeys } from './helpers/keys.ts';
 import { pem, tlsFixture } from './helpers/tls-certs.ts';
+import { waitUntil } from './helpers/wait-until.ts';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 
@@ -123,6 +125,33 @@ await describeDocker(
     expect(await (await fetch(`${backend.getHttpUrl()}/through-http`)).text()).toBe('value over HTTP');
     expect((await (await store.client()).get('through-http'))?.toString()).toBe('value over HTTP');
     expect((await fetch(`${backend.getAdminUrl()}/readyz`)).status).toBe(200);
+  });
+
+  it('the backend follows its store, by alias through Docker DNS, when it is stopped and started again at another address', async () => {
+    await using network = await new Network().start();
+    await using store = await new KvstackContainer().withNetwork(network).withNetworkAliases('kvstore').start();
+    await using backend = await new KvstackBackendContainer().withStore(store).start();
+    expect((await fetch(`${backend.getHttpUrl()}/before`, { method: 'PUT', body: 'v' })).status).toBe(204);
+    const address = () => docker('inspect', '--format', `{{(index .NetworkSettings.Networks "${network.getName()}").IPAddress}}`, store.getId());
+    const before = await address();
+    await docker('stop', '--time', '10', store.getId());
+    // Another container on the network takes the lowest free address, the store's.
+    await using squatter = await new KvstackContainer().withNetwork(network).start();
+    await docker('start', store.getId());
+    const after = await address();
+    expect(after, `the store came back at ${after}, the squatter has ${squatter.getIpAddress(network.getName())}`).not.toBe(before);
+    // Docker chose new host ports for the started container.
+    const port = await publishedPort(store.getId(), STORE_PORT, 'store');
+    await waitUntil('the store to serve again', () => probeUsage({ host: store.getHost(), port, timeoutMs: 1000 }));
+    await waitUntil('the backend to reach the store again', async () => ((await fetch(`${backend.getHttpUrl()}/moved`, { method: 'PUT', body: 'to the store' })).status === 204 ? true : undefined));
+    // In the store that moved, not in the container now at its old address.
+    const client = new StoreConnection({ host: store.getHost(), port, reconnect: false });
+    try {
+      expect((await client.get('moved'))?.toString()).toBe('to the store');
+    } finally {
+      client.destroy();
+    }
+    expect(await (await squatter.client()).get('moved')).toBeNull();
   });
 
   it('withTls: the store speaks TLS only, with client certificates; the ready client and a backend in front go through', async () => {

@@ -31,8 +31,9 @@ export class KvstackBackendContainer extends GenericContainer {
   /**
    * The stores behind it (KV_STORE), reached over the first store's Docker network (the
    * one of yours it was started on, else the default bridge), which the backend joins.
-   * A store with a network alias is reached by that name (mapped to its address in the
-   * backend's /etc/hosts), else by its address on that network.
+   * A store with a network alias is reached by that name (through Docker's DNS on a
+   * network of yours, so a store stopped and started again is followed to its new
+   * address; in the backend's /etc/hosts on the default bridge), else by its address.
    * Their password and TLS, which they must share, go in files (KV_STORE_PASSWORD_FILE,
    * KV_STORE_TLS_*); over TLS each store needs an alias its certificate names.
    */
@@ -53,9 +54,11 @@ export class KvstackBackendContainer extends GenericContainer {
       if (tls !== undefined && alias === undefined) throw new TypeError(`withStore: store ${i} speaks TLS: give it a network alias its certificate names (withNetworkAliases)`);
       const ip = s.getIpAddress(network);
       if (!ip) throw new TypeError(`withStore: store ${i} is not on the network ${network}`);
-      // The alias goes in the backend's /etc/hosts, with the address known here, so it
-      // resolves on any network (Docker's default bridge has no DNS).
-      if (alias !== undefined) hosts.push({ host: alias, ipAddress: ip });
+      // On a network of the caller's, Docker's embedded DNS answers the alias with the
+      // store's address of the moment: a store stopped and started again may come back
+      // with another one, which a fixed /etc/hosts line would miss. The default bridge
+      // has no DNS: there the alias goes in /etc/hosts with the address known now.
+      if (alias !== undefined && network === 'bridge') hosts.push({ host: alias, ipAddress: ip });
       const address = alias ?? ip;
       return stores.length === 1 ? `${address}:${STORE_PORT}` : `store-${i}=${address}:${STORE_PORT}`;
     });
