@@ -1,6 +1,7 @@
 // The end-to-end checks without a container engine: store and backend as real local
 // processes, a real Prometheus scraping their admin ports with the repo's alert rules.
-// test/e2e-compose.test.ts runs the same checks against the container images.
+// test/e2e-compose.test.ts and test/e2e-module.test.ts run the same checks against the
+// container images, brought up by docker-compose.yml and by kvstack/testcontainers.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

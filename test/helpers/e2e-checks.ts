@@ -17,7 +17,7 @@ export interface Stack {
 
 /**
  * The end-to-end checks of the stack, shared by the process suite and the container
- * suite so both prove the same things. Registers its tests in the calling describe;
+ * suites (compose, and the Testcontainers module) so all prove the same things. Registers its tests in the calling describe;
  * they run in order and build on each other.
  */
 export function defineStackChecks(stack: () => Stack): void {
