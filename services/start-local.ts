@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { STORE_NODE_FLAGS } from './store/runtime/launch-flags.ts';
 
 // `npm start`: the store and the backend as two child processes sharing this terminal.
 // Their JSON logs go straight to stdout. Ctrl-C (SIGINT) or SIGTERM is passed on once
@@ -9,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 // Run as .ts from a clone, as .js from dist/: start the siblings of the same kind.
 const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 const entries = {
-  store: fileURLToPath(new URL(`./store/main${ext}`, import.meta.url)),
-  backend: fileURLToPath(new URL(`./backend/main${ext}`, import.meta.url)),
+  store: [...STORE_NODE_FLAGS, fileURLToPath(new URL(`./store/main${ext}`, import.meta.url))],
+  backend: [fileURLToPath(new URL(`./backend/main${ext}`, import.meta.url))],
 };
 
 const children = new Map<string, ChildProcess>();
@@ -21,10 +22,10 @@ function stopAll(signal: NodeJS.Signals): void {
   for (const child of children.values()) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
 }
 
-for (const [name, entry] of Object.entries(entries)) {
+for (const [name, args] of Object.entries(entries)) {
   // Own process group: a Ctrl-C in the terminal reaches only this process, which then
   // signals each child exactly once (a second signal would make them stop abruptly).
-  const child = spawn(process.execPath, [entry], { stdio: ['ignore', 'inherit', 'inherit'], detached: true, env: process.env });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], detached: true, env: process.env });
   children.set(name, child);
   child.on('error', (err) => {
     process.stderr.write(`start-local: cannot start the ${name}: ${err.message}\n`);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ALERT_THRESHOLDS, STORE_RSS_BOUND } from '../grafana/alert-thresholds.ts';
 import { DATASOURCE, type Dashboard, type Panel } from '../grafana/dashboard-builder.ts';
+import { STORE_NODE_FLAGS } from '../services/store/runtime/launch-flags.ts';
 import { dashboardsDir, staleDashboards } from '../grafana/generate-dashboards.ts';
 import {
   dashboardExpressions,
@@ -409,12 +410,12 @@ describe('deploy/Dockerfile', () => {
   });
 
   it.each([
-    ['store', 'STORE_METRICS_PORT', 'dist/store/main.js', 'services/store/main.ts', '8765 8766'],
-    ['backend', 'BACKEND_METRICS_PORT', 'dist/backend/main.js', 'services/backend/main.ts', '8080 8081'],
-  ])('the %s image: entry point, ports, healthcheck on /readyz of its admin port, labels', (name, portVar, entry, source, ports) => {
+    ['store', 'STORE_METRICS_PORT', 'dist/store/main.js', 'services/store/main.ts', '8765 8766', STORE_NODE_FLAGS],
+    ['backend', 'BACKEND_METRICS_PORT', 'dist/backend/main.js', 'services/backend/main.ts', '8080 8081', []],
+  ])('the %s image: entry point, ports, healthcheck on /readyz of its admin port, labels', (name, portVar, entry, source, ports, nodeFlags) => {
     const s = stage(name);
     expect(text).toMatch(new RegExp(`^FROM runtime AS ${name}$`, 'm'));
-    expect(s).toContain(`CMD ["node", "--enable-source-maps", "${entry}"]`);
+    expect(s).toContain(`CMD ${JSON.stringify(['node', '--enable-source-maps', ...nodeFlags, entry]).replaceAll(',', ', ')}`);
     expect(() => readRepoFile(source)).not.toThrow();
     expect(s).toContain(`EXPOSE ${ports}`);
     expect(s).toMatch(new RegExp(`HEALTHCHECK [\\s\\S]*process\\.env\\.${portVar}[\\s\\S]*/readyz`));

@@ -4,6 +4,7 @@
 // connections"), with its ports chosen by the OS and every child killed by killAll.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../services/shared/free-port.ts';
+import { STORE_NODE_FLAGS } from '../../services/store/runtime/launch-flags.ts';
 import { BACKEND_READY, parseReadyLine, STORE_READY, type ReadyFields } from '../../services/shared/ready-line.ts';
 import { children, root, shellLine } from './processes.ts';
 import { spawnUntilReady, type ReadyProcess } from './spawn-until-ready.ts';
@@ -85,7 +86,9 @@ async function startNodeService(label: string, script: string, readyMsg: string,
 
 /** A store (`node services/store/main.ts`), info logs, ports chosen by the OS; `env` added. */
 export function startStore(o: NodeServiceOptions = {}): Promise<Service> {
-  return startNodeService('the store', 'services/store/main.ts', STORE_READY, { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' }, o);
+  // The image's launch flags first: a caller's own nodeArgs come after, and V8 takes the last.
+  const nodeArgs = [...STORE_NODE_FLAGS, ...(o.nodeArgs ?? [])];
+  return startNodeService('the store', 'services/store/main.ts', STORE_READY, { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' }, { ...o, nodeArgs });
 }
 
 /** A backend (`node services/backend/main.ts`) on 127.0.0.1, info logs, ports chosen by the OS; `env` names its stores (KV_STORE). */

@@ -5,6 +5,7 @@ import { runService } from '../shared/run-service.ts';
 import { lowerV8WorkerPriority } from './runtime/background-thread-priority.ts';
 import { startStoreService } from './store-service.ts';
 import { defaultV8Flag } from './runtime/v8-flag-defaults.ts';
+import { missingLaunchFlags } from './runtime/launch-flags.ts';
 
 /** Ms from the process's start until its modules were loaded: Node's own start-up and the store's code (main.ts), for the ready line. */
 const modulesLoadedMs = performance.now();
@@ -63,7 +64,7 @@ const backgroundThreadsLowered = lowerV8WorkerPriority();
 await runService({
   name: 'kvstore',
   loadConfig: loadStoreConfig,
-  start: (config, logger) => startStoreService(config, { logger, backgroundThreadsLowered, v8FlagDefaults, modulesLoadedMs }),
+  start: (config, logger) => startStoreService(config, { logger, backgroundThreadsLowered, v8FlagDefaults, nodeFlagsMissing: missingLaunchFlags(), modulesLoadedMs }),
   // Writing the shutdown snapshot takes as long as the data needs; the orchestrator's
   // grace period (compose stop_grace_period, Kubernetes terminationGracePeriodSeconds)
   // bounds it instead, and a second signal still stops at once.

@@ -56,6 +56,8 @@ export interface StoreDeps {
   readonly backgroundThreadsLowered?: number;
   /** The V8 flags main.ts set as the store's defaults (those the command line did not give), for the ready line. */
   readonly v8FlagDefaults?: readonly string[];
+  /** The store's launch flags (runtime/launch-flags.ts) its command line lacks, for a warning and the ready line. */
+  readonly nodeFlagsMissing?: readonly string[];
   /**
    * Ms from the process's start (performance's time origin) until the store's modules were
    * loaded, when this call starts the process's store (run-store.ts): start-up is then timed
@@ -168,6 +170,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     socketIo,
     pageSource,
   });
+  if (deps.nodeFlagsMissing !== undefined && deps.nodeFlagsMissing.length > 0) {
+    logger.warn({ missing: deps.nodeFlagsMissing }, 'the store was started without its Node flags (the image passes them): its young generation may grow to tens of MiB');
+  }
   if (warmup.error !== undefined) logger.warn({ err: warmup.error, commands: warmup.commands }, 'warm-up stopped early: the store starts with its code not yet compiled');
   const snapshotMetrics = createSnapshotMetrics(registry, config.snapshotIntervalS);
   const snapshots: SnapshotContext | undefined = config.snapshotPath ? { path: config.snapshotPath, logger, metrics: snapshotMetrics, wallNow: deps.wallNow, fs: deps.snapshotFs } : undefined;
@@ -343,6 +348,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
       v8FlagDefaults: deps.v8FlagDefaults,
+      nodeFlagsMissing: deps.nodeFlagsMissing,
       startup,
     },
     STORE_READY,

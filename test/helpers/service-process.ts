@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { spawnUntilReady, type ReadyProcess } from '../../bench/harness/spawn-until-ready.ts';
 import { parseLogLine, parseReadyLine } from '../../services/shared/ready-line.ts';
+import { STORE_NODE_FLAGS } from '../../services/store/runtime/launch-flags.ts';
 import { captureLog, recordEnvSecrets } from './log-secrets.ts';
 
 export { BACKEND_READY, STORE_READY } from '../../services/shared/ready-line.ts';
@@ -38,7 +39,7 @@ export async function startServiceProcess(
   const p = await spawnUntilReady({
     label: script,
     command: process.execPath,
-    args: [script],
+    args: script === storeScript ? [...STORE_NODE_FLAGS, script] : [script],
     cwd: root,
     env: { LOG_LEVEL: 'info', ...env },
     ready: (line) => parseReadyLine(line, readyMsg),

@@ -1,0 +1,23 @@
+// The Node flags the store's process is started with. V8 sizes its heap as the process
+// starts, before any of the store's code runs, so these cannot be set from inside the way
+// run-store.ts sets the flags V8 reads later: every launcher of the store passes them (the
+// image's CMD, `npm run start:store`, `npm start`, the test and bench harnesses), and
+// test/launch-flags.test.ts holds the image and package.json to this list. A store started
+// without one says so in a warning and in its ready line (`nodeFlagsMissing`).
+import { flagGiven } from './v8-flag-defaults.ts';
+
+/**
+ * --max-semi-space-size=4: a young generation of at most 2 × 4 MiB. V8 grows it (up to
+ * 2 × 64 MiB on a large machine) while much of what it allocates survives a scavenge, and
+ * keeps it: the warm-up alone left 16 MiB, and a churn of short connections, each of which
+ * outlives a scavenge or two through Node's socket handles, grew it to 64 MiB and more. The
+ * store's commands make little garbage: under load a scavenge comes every second or two
+ * either way, and an 8,000,000-key load runs with the same number of collections and no
+ * full one (docs/benchmarks.md#connection-churn).
+ */
+export const STORE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];
+
+/** The launch flags `execArgv` lacks (a flag given with another value counts as given: the operator's choice). */
+export function missingLaunchFlags(execArgv: readonly string[] = process.execArgv): string[] {
+  return STORE_NODE_FLAGS.filter((flag) => !flagGiven(flag, execArgv));
+}
