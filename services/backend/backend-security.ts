@@ -1,7 +1,8 @@
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http, httpsModule } from '../shared/builtins.ts';
 import type { TLSSocket } from 'node:tls';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge } from '../shared/prometheus.ts';
 import { backendSettings, backendTlsFilesOf, type BackendConfig } from '../config/config.ts';
 import { backendTlsOn, readBackendTls, type BackendTlsPair } from '../config/backend-tls.ts';
 import { readTokensFile } from '../config/token-file.ts';
@@ -129,8 +130,8 @@ export function startBackendSecurity({ config, registry, logger, pollMs }: Backe
     auth,
     https: pair !== undefined,
     createServer(app) {
-      if (!pair) return createHttpServer(app);
-      const server = createHttpsServer({ cert: pair.cert, key: pair.key.reveal(), handshakeTimeout: HANDSHAKE_TIMEOUT_MS }, app);
+      if (!pair) return http.createServer(app);
+      const server = httpsModule().createServer({ cert: pair.cert, key: pair.key.reveal(), handshakeTimeout: HANDSHAKE_TIMEOUT_MS }, app);
       server.on('tlsClientError', (err: Error, socket: TLSSocket) => {
         const reason = handshakeReason(err);
         handshakeFailures[reason]++;

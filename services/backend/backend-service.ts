@@ -1,5 +1,5 @@
 import { TlsFileSource } from '../client/client-tls.ts';
-import { createServer } from 'node:http';
+import { http } from '../shared/builtins.ts';
 import type { Registry } from 'prom-client';
 import { ShardedStore, type ShardAddress } from '../client/sharded-store.ts';
 import { replyLineBound } from '../protocol/limits.ts';
@@ -179,7 +179,7 @@ export async function startBackendService(config: BackendConfig, deps: BackendDe
     const report = await healthChecker.check();
     return { statusCode: report.status === 'error' ? 503 : 200, body: report };
   };
-  const admin = createServer(createAdminApp({ registry, probe, health }));
+  const admin = http.createServer(createAdminApp({ registry, probe, health }));
 
   /**
    * Follows the shards DNS lists: the first members make the ring at once (every backend

@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
-import { Server as TlsServer } from 'node:tls';
 
 export interface HttpConnections {
   /** Connections open right now. */
@@ -40,7 +39,8 @@ export function trackHttpConnections(server: Server, { idleCheckMs = 250 }: { id
   let onEmpty: (() => void) | undefined;
 
   // Over HTTPS a request's socket is the TLS socket, which exists once the handshake is done.
-  server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
+  // A TLS server (an https.Server is one) has setSecureContext; asked so, node:tls stays unloaded without TLS.
+  server.on('setSecureContext' in server ? 'secureConnection' : 'connection', (socket: Socket) => {
     connections.set(socket, { busy: 0, readAtRest: 0, readAtCheck: -1 });
     socket.once('close', () => {
       connections.delete(socket);

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { fs } from '../shared/builtins.ts';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,7 +14,7 @@ export function historyPath(env: Record<string, string | undefined>): string | u
 export function loadHistory(path: string | undefined): string[] {
   if (!path) return [];
   try {
-    return readFileSync(path, 'utf8').split('\n').filter(Boolean).reverse().slice(0, MAX_ENTRIES);
+    return fs.readFileSync(path, 'utf8').split('\n').filter(Boolean).reverse().slice(0, MAX_ENTRIES);
   } catch {
     return [];
   }
@@ -23,7 +23,7 @@ export function loadHistory(path: string | undefined): string[] {
 export function saveHistory(path: string | undefined, newestFirst: readonly string[]): void {
   if (!path) return;
   try {
-    writeFileSync(path, newestFirst.slice(0, MAX_ENTRIES).reverse().join('\n') + '\n', { mode: 0o600 });
+    fs.writeFileSync(path, newestFirst.slice(0, MAX_ENTRIES).reverse().join('\n') + '\n', { mode: 0o600 });
   } catch {
     // History is a convenience: a read-only home must not break the client.
   }

@@ -1,5 +1,5 @@
 import { connect, type LookupFunction, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { tlsModule } from '../shared/builtins.ts';
 import type { ClientTls } from './client-tls.ts';
 import { StoreUnavailableError } from './errors.ts';
 
@@ -109,7 +109,7 @@ export class StoreSocket {
     const socket =
       tls === undefined
         ? connect({ host, port, noDelay: true, ...(lookup ? { lookup } : {}) })
-        : tlsConnect({ host, port, ...(lookup ? { lookup } : {}), ...tls.connectOptions() }).setNoDelay(true);
+        : tlsModule().connect({ host, port, ...(lookup ? { lookup } : {}), ...tls.connectOptions() }).setNoDelay(true);
     this.#socket = socket;
     onSocket?.(socket);
     let resolve!: () => void;

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { fs } from '../shared/builtins.ts';
 import { ConfigError } from '../shared/config-error.ts';
 import { Secret } from '../shared/secret.ts';
 
@@ -41,7 +41,7 @@ export interface FilePasswords {
 export function readPasswords(path: string, env: string): FilePasswords {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = fs.readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(`${env}=${JSON.stringify(path)} is invalid: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }

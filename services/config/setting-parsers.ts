@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { fs } from '../shared/builtins.ts';
 import { isIPv6 } from 'node:net';
 import { dirname } from 'node:path';
 import { ConfigError } from '../shared/config-error.ts';
@@ -46,13 +46,13 @@ export function snapshotPath(raw: string, env: string): string {
   const dir = dirname(raw);
   let isDir = false;
   try {
-    isDir = statSync(dir).isDirectory();
+    isDir = fs.statSync(dir).isDirectory();
   } catch {
     // reported below
   }
   if (!isDir) fail(env, raw, `a file in an existing directory (${dir} is not one)`);
   try {
-    if (statSync(raw).isDirectory()) fail(env, raw, 'a file path, not a directory');
+    if (fs.statSync(raw).isDirectory()) fail(env, raw, 'a file path, not a directory');
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // no file yet: the first start

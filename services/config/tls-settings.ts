@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { createSecureContext } from 'node:tls';
+import { fs } from '../shared/builtins.ts';
+import { tlsModule } from '../shared/builtins.ts';
 import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../shared/config-error.ts';
 import { Secret } from '../shared/secret.ts';
@@ -47,7 +47,7 @@ function invalid(file: PemFile, why: string): ConfigError {
 
 function readPem(file: PemFile): string {
   try {
-    return readFileSync(file.path, 'utf8');
+    return fs.readFileSync(file.path, 'utf8');
   } catch (err) {
     throw invalid(file, `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
@@ -77,7 +77,7 @@ export function readTlsMaterial(files: TlsFiles): TlsMaterial {
   if (ca !== undefined) certificateOf(files.ca!, ca);
   if (cert !== undefined && keyPem !== undefined) {
     try {
-      createSecureContext({ cert, key: keyPem });
+      tlsModule().createSecureContext({ cert, key: keyPem });
     } catch (err) {
       const reason = (err as Error).message;
       if (/key values mismatch/i.test(reason)) throw invalid(files.key!, `the key does not match the certificate of ${files.cert!.env}=${JSON.stringify(files.cert!.path)}`);
@@ -86,7 +86,7 @@ export function readTlsMaterial(files: TlsFiles): TlsMaterial {
   }
   if (ca !== undefined) {
     try {
-      createSecureContext({ ca });
+      tlsModule().createSecureContext({ ca });
     } catch {
       throw invalid(files.ca!, 'its certificates do not load');
     }

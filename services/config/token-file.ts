@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { fs } from '../shared/builtins.ts';
 import { ConfigError } from '../shared/config-error.ts';
 
 // BACKEND_TOKENS_FILE (SPEC §8): one `<scope> <token>` per line. A message about the
@@ -63,7 +63,7 @@ export function parseTokens(text: string, path: string, env: string): TokenTable
 export function readTokensFile(path: string, env: string): TokenTable {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = fs.readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(`${env}=${JSON.stringify(path)} is invalid: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }

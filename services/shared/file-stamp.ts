@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { fs } from './builtins.ts';
 
 /**
  * Identity and version of the file at `path` after its symlinks (device, inode, size and
@@ -9,7 +9,7 @@ import { statSync } from 'node:fs';
  */
 export function fileStamp(path: string): string {
   try {
-    const s = statSync(path);
+    const s = fs.statSync(path);
     return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
   } catch (err) {
     return `error:${(err as NodeJS.ErrnoException).code ?? 'unknown'}`;

@@ -1,4 +1,4 @@
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry, collectDefaultMetrics } from './prometheus.ts';
 
 /**
  * A fresh registry per service instance, with the process metrics (CPU, memory,

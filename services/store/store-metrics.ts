@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge } from '../shared/prometheus.ts';
 import { pushHistogramSamples, ScrapeTimeMetric, type MetricSample } from '../shared/scrape-time-metric.ts';
 import { COMMAND_NAMES, PARSE_ERROR_REASONS } from '../protocol/command-parser.ts';
 import type { EngineStats } from './engine/engine-api.ts';

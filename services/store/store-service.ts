@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { http } from '../shared/builtins.ts';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
@@ -255,7 +255,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     closing
       ? Promise.reject(new Error('shutting down'))
       : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket, password: config.password, tls: probeTls });
-  const admin = createServer(createAdminApp({ registry, probe }));
+  const admin = http.createServer(createAdminApp({ registry, probe }));
 
   let metricsPort: number;
   const hostSetting = { hostEnv: storeSettings.host.env, host: config.host };

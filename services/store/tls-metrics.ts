@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge } from '../shared/prometheus.ts';
 import { HANDSHAKE_REASONS, type HandshakeReason } from '../shared/tls-handshake.ts';
 
 /** The store's TLS counts (SPEC §8), kept as numbers and read by prom-client at scrape time. */

@@ -1,5 +1,5 @@
 import { connect, isIP, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { tlsModule } from '../../shared/builtins.ts';
 import type { StoreTlsConnectOptions } from '../../client/client-tls.ts';
 import { decodeReply, ERROR_REASONS } from '../../protocol/replies.ts';
 import type { BenchProtocol } from './bench-protocol.ts';
@@ -107,7 +107,7 @@ export class LoadGenerator {
     const { host, port, connections, protocol, valueSize, timeoutMs, pipeline, auth, tls } = this.options;
     const opened = Array.from({ length: connections }, () => {
       const socket = tls
-        ? tlsConnect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...tls }).setNoDelay(true)
+        ? tlsModule().connect({ host, port, ...(isIP(host) ? {} : { servername: host }), ...tls }).setNoDelay(true)
         : connect({ host, port, noDelay: true });
       const conn = new BenchConnection(socket, protocol.createScanner(valueSize), Math.max(pipeline, PREFILL_DEPTH));
       this.#conns.push(conn);

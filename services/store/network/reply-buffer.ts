@@ -1,4 +1,4 @@
-import { writeSync } from 'node:fs';
+import { fs } from '../../shared/builtins.ts';
 import type { Socket } from 'node:net';
 import { ReplyTarget, valueReplyLength, writeValueReply } from '../../protocol/replies.ts';
 import { latin1Write } from '../../shared/node-internals.ts';
@@ -42,7 +42,7 @@ function writeNow(socket: Socket, fd: number, buf: Buffer, n: number, io: Socket
   // The add-on's write(2) skips fs.writeSync's request object and trace checks (native-io.ts).
   if (io !== undefined) return nativeWrite(io, fd, buf, n);
   try {
-    return writeSync(fd, buf, 0, n);
+    return fs.writeSync(fd, buf, 0, n);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EAGAIN' ? 0 : -1;
   }

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
-import { createServer, type SecureContextOptions, type Server, type TLSSocket } from 'node:tls';
+import type { SecureContextOptions, Server, TLSSocket } from 'node:tls';
+import { tlsModule } from '../../shared/builtins.ts';
 import type { ClientAuthMode } from '../../config/tls-settings.ts';
 import { LogBudget } from '../../shared/log-budget.ts';
 import type { Logger } from '../../shared/logger.ts';
@@ -36,7 +37,7 @@ export function createTlsListener(options: TlsListenerOptions, logger: Logger, o
     const suppressed = allowed.suppressed > 0 ? { suppressed: allowed.suppressed } : {};
     logger.warn({ remote: socket.remoteAddress, remotePort: socket.remotePort, reason, err, ...suppressed }, 'TLS handshake failed: connection closed');
   };
-  const server = createServer(
+  const server = tlsModule().createServer(
     {
       ...options.context,
       requestCert: clientAuth !== 'none',

@@ -14,7 +14,7 @@
 // Linux only: a thread is a task of its own there, named in /proc/self/task/<tid>/comm,
 // and setpriority() takes its id. Elsewhere, or if Node names its threads otherwise,
 // nothing changes and the count returned is 0 (the store logs it in its ready line).
-import { readdirSync, readFileSync } from 'node:fs';
+import { fs } from '../../shared/builtins.ts';
 import { setPriority } from 'node:os';
 
 /** The name Node gives V8's platform worker threads. */
@@ -27,13 +27,13 @@ export function lowerV8WorkerPriority(nice: number = BACKGROUND_NICE): number {
   let lowered = 0;
   let tids: string[];
   try {
-    tids = readdirSync('/proc/self/task');
+    tids = fs.readdirSync('/proc/self/task');
   } catch {
     return 0; // not Linux
   }
   for (const tid of tids) {
     try {
-      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() !== V8_WORKER_THREAD) continue;
+      if (fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() !== V8_WORKER_THREAD) continue;
       setPriority(Number(tid), nice);
       lowered++;
     } catch {

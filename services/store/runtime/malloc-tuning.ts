@@ -16,7 +16,6 @@
 //   the tunable added, which costs a second boot of Node.
 // Elsewhere (musl, macOS) large blocks are mapped anyway, and nothing is done.
 
-import { report } from 'node:process';
 import { MIN_PAGE_TARGET } from '../engine/record-arena.ts';
 import { loadSocketIo } from '../network/native-io.ts';
 
@@ -50,7 +49,7 @@ export function mallocMmapThreshold(env: NodeJS.ProcessEnv = process.env): numbe
 let glibc: boolean | undefined;
 function onGlibc(): boolean {
   if (glibc === undefined) {
-    const header = process.platform === 'linux' ? (report.getReport() as { header?: { glibcVersionRuntime?: string } }).header : undefined;
+    const header = process.platform === 'linux' ? (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header : undefined;
     glibc = typeof header?.glibcVersionRuntime === 'string';
   }
   return glibc;

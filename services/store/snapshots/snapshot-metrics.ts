@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge, Histogram } from '../../shared/prometheus.ts';
 
 /** The snapshot series of SPEC §7, on the store's registry. */
 export interface SnapshotMetrics {

@@ -3,7 +3,7 @@
 // without Linux, a C compiler (CC, else cc) or Node's headers it says why in one line and
 // the store uses Node's own socket I/O (STORE_NATIVE_IO=auto; docs/configuration.md).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { fs } from '../../../shared/builtins.ts';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,9 +15,9 @@ const headers = join(dirname(process.execPath), '..', 'include', 'node');
 
 function build(): string {
   if (process.platform !== 'linux') return `not built: epoll is Linux's (this is ${process.platform})`;
-  if (!existsSync(join(headers, 'node_api.h'))) return `not built: no Node headers at ${headers}`;
-  mkdirSync(dirname(output), { recursive: true });
-  rmSync(output, { force: true }); // a failed build must not leave an older one to be loaded
+  if (!fs.existsSync(join(headers, 'node_api.h'))) return `not built: no Node headers at ${headers}`;
+  fs.mkdirSync(dirname(output), { recursive: true });
+  fs.rmSync(output, { force: true }); // a failed build must not leave an older one to be loaded
   const cc = process.env.CC || 'cc';
   const args = ['-O2', '-Wall', '-Wextra', '-shared', '-fPIC', '-I', headers, '-o', output, source];
   const result = spawnSync(cc, args, { encoding: 'utf8' });

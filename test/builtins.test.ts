@@ -1,0 +1,38 @@
+// The services take node:fs, node:http, node:https and node:tls from
+// services/shared/builtins.ts, never as ES-module imports: the first two's facades load
+// undici, http2, TLS, zlib and readline with them, the last two load at their first use
+// there (see builtins.ts). Type-only imports are erased and cost nothing.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { fs, http, httpsModule, tlsModule } from '../services/shared/builtins.ts';
+
+const services = fileURLToPath(new URL('../services/', import.meta.url));
+const sources = (readdirSync(services, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
+/** An import of a value (not `import type`) from one of those modules, or a dynamic import() of one. */
+const VALUE_IMPORT = /^\s*import\s+(?!type\b)[^;]*?from\s+'node:(fs|http|https|tls)'|import\(\s*'node:(fs|http|https|tls)'\s*\)/m;
+
+describe("the services' built-in modules", () => {
+  it('are the CommonJS objects, with their functions', () => {
+    expect(typeof fs.readFileSync).toBe('function');
+    expect(typeof http.createServer).toBe('function');
+    expect(typeof httpsModule().createServer).toBe('function');
+    expect(typeof tlsModule().connect).toBe('function');
+  });
+
+  it('are never imported as ES modules in services/', () => {
+    expect(sources.length).toBeGreaterThan(100);
+    const offenders = sources.filter((f) => f !== join('shared', 'builtins.ts') && VALUE_IMPORT.test(readFileSync(join(services, f), 'utf8')));
+    expect(offenders).toEqual([]);
+  });
+
+  it('the scan catches such an import and lets a type-only one pass', () => {
+    expect(VALUE_IMPORT.test("import { readFileSync } from 'node:fs';")).toBe(true);
+    expect(VALUE_IMPORT.test("import { createServer as c, type Server } from 'node:http';")).toBe(true);
+    expect(VALUE_IMPORT.test("const m = await import('node:https');")).toBe(true);
+    expect(VALUE_IMPORT.test("import type { Server } from 'node:http';")).toBe(false);
+    expect(VALUE_IMPORT.test("import { rm } from 'node:fs/promises';")).toBe(false);
+    expect(VALUE_IMPORT.test("import { connect as c } from 'node:tls';")).toBe(true);
+  });
+});
