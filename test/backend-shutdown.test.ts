@@ -1,7 +1,10 @@
 // Graceful shutdown (SIGTERM): stop accepting, let in-flight requests finish, answer
 // requests that still arrive on kept-alive connections with 503 + Connection: close,
 // then close the pool, the monitor and the admin port; main.ts exits 0.
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { backendHarness, send } from './helpers/backend-harness.ts';
 import { backendScript, freePort, startServiceProcess } from './helpers/service-process.ts';
@@ -165,6 +168,19 @@ describe('backend graceful shutdown', () => {
       expect(await service.stop(signal)).toBe(0);
       expect(service.logs.map((l) => l.msg)).toContain('kvbackend stopped');
     }
+  });
+
+  it("main.ts turns on Node's compile cache before the backend's modules load", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kvbackend-compile-cache-'));
+    h.defer(() => rmSync(dir, { recursive: true, force: true }));
+    // No NODE_COMPILE_CACHE, which would have Node turn the cache on by itself: main.ts does.
+    const env = { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${await freePort()}`, TMPDIR: dir, NODE_COMPILE_CACHE: '' };
+    const service = await startServiceProcess(backendScript, env, BACKEND_READY);
+    h.defer(() => service.stop('SIGKILL'));
+    // Node writes the cache out as the process leaves: an entry per module compiled, Express's among them.
+    expect(await service.stop('SIGTERM')).toBe(0);
+    const entries = readdirSync(join(dir, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+    expect(entries.length).toBeGreaterThan(50);
   });
 
   it('main.ts refuses a bad setting with a message naming the variable, exit 1', async () => {
