@@ -114,7 +114,7 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
   }
   if (memory) {
     rows.push([`memory: RSS bytes/key (${fmt(s.memoryKeys)} keys)`, fmt(memory.kvstack.bytesPerKey), fmt(memory.redis?.bytesPerKey), ratio(memory.kvstack.bytesPerKey, memory.redis?.bytesPerKey)]);
-    rows.push(['memory: baseline RSS MiB', fmt(memory.kvstack.baselineBytes / 2 ** 20, 1), fmt(memory.redis && memory.redis.baselineBytes / 2 ** 20, 1), '']);
+    rows.push(['memory: empty process RSS MiB', fmt(memory.kvstack.baselineBytes / 2 ** 20, 1), fmt(memory.redis && memory.redis.baselineBytes / 2 ** 20, 1), '']);
   }
   const lines = [
     '',
@@ -136,7 +136,7 @@ export function renderReport({ settings: s, cpus, client, depths, memory, http, 
     }
   }
   if (memory) {
-    lines.push('', `memory: (RSS after loading − RSS of the empty process) / keys, via ${memory.kvstack.method}; ${memory.kvstack.note}${memory.redis ? `; Redis ${memory.redis.note}` : ''}`);
+    lines.push('', `memory: (RSS after loading every key − RSS after the first ${fmt(memory.kvstack.firstKeys)}) / the keys between, via ${memory.kvstack.method}; ${memory.kvstack.note}${memory.redis ? `; Redis ${memory.redis.note}` : ''}`);
   }
   if (http) {
     const r = http.report;
