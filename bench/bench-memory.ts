@@ -3,7 +3,7 @@
 // baseline is read, so that what a server pays once, whatever its keys (code compiled on
 // first use, its heap's and allocator's first growth, buffers made on first need), is not
 // spread over the keys as if each cost it.
-import { readFileSync } from 'node:fs';
+import { rssOf } from './harness/proc.ts';
 import { StoreConnection } from '../services/client/index.ts';
 import { kvBench } from './harness/processes.ts';
 import { scrape } from './harness/scrape.ts';
@@ -14,8 +14,7 @@ import { redisCommand } from './redis/redis-command.ts';
 /** Resident set size of a process in bytes (Linux /proc), or undefined elsewhere. */
 function procRss(pid: number): number | undefined {
   try {
-    const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : undefined;
+    return rssOf(pid) || undefined;
   } catch {
     return undefined;
   }

@@ -11,12 +11,13 @@
 //
 //   node bench/connection-churn.ts [--connections 100000] [--rate 10000] [--in-flight 128]
 //        [--rounds 1] [--target store|redis|both] [--built] [--store-node-args '<flags>'] [--settle-ms 10000] [--json]
-import { readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { median } from './harness/median.ts';
 import { numberOption, parseOptions } from './harness/options.ts';
+import { openFds, rssOf } from './harness/proc.ts';
 import { killChildrenOnExit } from './harness/processes.ts';
+import { scrape } from './harness/scrape.ts';
 import { redisAvailable, startRedis, startStore, type Service } from './harness/services.ts';
 
 const MiB = 1024 * 1024;
@@ -56,18 +57,12 @@ export interface ConnectionChurnResult {
   readonly peakHeapUsedBytes: number | null;
 }
 
-/** VmRSS and the open descriptors of a process, from /proc. */
-function readProc(pid: number): { rss: number; fds: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
-  return { rss, fds: readdirSync(`/proc/${pid}/fd`).length };
-}
+/** VmRSS and the open descriptors of a process. */
+const readProc = (pid: number): { rss: number; fds: number } => ({ rss: rssOf(pid), fds: openFds(pid) });
 
 async function heapUsed(service: Service): Promise<number | null> {
   if (service.metricsPort === undefined) return null;
-  const text = await (await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`)).text();
-  const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
-  return m ? Number(m[1]) : null;
+  return (await scrape(service.metricsPort)).get('nodejs_heap_size_used_bytes') ?? null;
 }
 
 /** What a connection sends and the exact replies it must get back, for one target. */

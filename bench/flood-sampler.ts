@@ -4,16 +4,11 @@
 // trips, which would then be timed as the store's (docs/benchmarks.md#connection-floods-and-fairness).
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { rssOf } from './harness/proc.ts';
 
 const SAMPLE_MS = 200;
-
-export const rssOf = (pid: number): number => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-};
 
 /** Bytes queued in the kernel on the connections to `port`: the server's send queues and the clients' receive queues. */
 function kernelQueued(port: number): { sendQ: number; recvQ: number } {

@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { rssOf } from './flood-sampler.ts';
+import { rssOf } from './harness/proc.ts';
 import { median } from './harness/median.ts';
 import { buildDist } from './harness/build-dist.ts';
 import { numberOption, parseOptions } from './harness/options.ts';

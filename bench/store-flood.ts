@@ -20,7 +20,8 @@ import { root } from './harness/processes.ts';
 import { scrapeText } from './harness/scrape.ts';
 import { startStore } from './harness/services.ts';
 import { roundTrip, startFloodProber } from './flood-prober.ts';
-import { rssOf, startFloodSampler } from './flood-sampler.ts';
+import { startFloodSampler } from './flood-sampler.ts';
+import { rssOf } from './harness/proc.ts';
 import { startTurnTrace, turnTraceUnavailable } from './turn-trace.ts';
 
 const opts = parseOptions('Usage: node bench/store-flood.ts [--conns 200] [--gets 20000] [--value-size 1024] [--duration 5] [--store-dir .] [--trace-turns]', {

@@ -2,14 +2,11 @@
 // services/shared/builtins.ts, never as ES-module imports: the first two's facades load
 // undici, http2, TLS, zlib and readline with them, the last two load at their first use
 // there (see builtins.ts). Type-only imports are erased and cost nothing.
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { fs, http, httpsModule, tlsModule } from '../services/shared/builtins.ts';
+import { serviceSources } from './helpers/service-sources.ts';
 
-const services = fileURLToPath(new URL('../services/', import.meta.url));
-const sources = (readdirSync(services, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
 /** An import of a value (not `import type`) from one of those modules, or a dynamic import() of one. */
 const VALUE_IMPORT = /^\s*import\s+(?!type\b)[^;]*?from\s+'node:(fs|http|https|tls)'|import\(\s*'node:(fs|http|https|tls)'\s*\)/m;
 
@@ -22,10 +19,11 @@ describe("the services' built-in modules", () => {
   });
 
   it('are never imported as ES modules in services/', () => {
+    const sources = serviceSources();
     expect(sources.length).toBeGreaterThan(100);
     // build-native.ts is a build script, not a service, and the image's native stage copies its folder alone.
     const exempt = new Set([join('shared', 'builtins.ts'), join('store', 'network', 'native', 'build-native.ts')]);
-    const offenders = sources.filter((f) => !exempt.has(f) && VALUE_IMPORT.test(readFileSync(join(services, f), 'utf8')));
+    const offenders = sources.filter((s) => !exempt.has(s.file) && VALUE_IMPORT.test(s.text)).map((s) => s.file);
     expect(offenders).toEqual([]);
   });
 

@@ -2,9 +2,9 @@
 // short connection answered right and no descriptor left behind, on the store and on Redis.
 // Memory figures are the bench's to report (docs/benchmarks.md#connection-churn), not
 // asserted here.
-import { readdirSync } from 'node:fs';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { CLOSE_KINDS, churnConnections, exchange, type ConnectionChurnOptions } from '../bench/connection-churn.ts';
+import { openFds } from '../bench/harness/proc.ts';
 import { redisAvailable, startRedis, startStore, type Service } from '../bench/harness/services.ts';
 
 const small: ConnectionChurnOptions = { connections: 400, rate: 2000, inFlight: 16, settleMs: 0, sampleMs: 50, kinds: CLOSE_KINDS };
@@ -38,7 +38,7 @@ describe('connection churn against real servers', () => {
     expect(r.peakHeapUsedBytes).toBeGreaterThan(0);
     // Every descriptor goes back once the last sockets have closed (the bench's own scrapes
     // may hold one keep-alive connection to the admin port).
-    await vi.waitUntil(() => readdirSync(`/proc/${store.pid}/fd`).length <= r.idleFds + 1, { timeout: 10_000, interval: 50 });
+    await vi.waitUntil(() => openFds(store.pid) <= r.idleFds + 1, { timeout: 10_000, interval: 50 });
   });
 
   it.skipIf(!redisAvailable() && !requireRedis)('Redis answers the same churn', { timeout: 60_000 }, async () => {
@@ -48,6 +48,6 @@ describe('connection churn against real servers', () => {
     expect(r.wrong).toBe(0);
     expect(r.answered).toBe(small.connections);
     expect(r.peakHeapUsedBytes).toBeNull();
-    await vi.waitUntil(() => readdirSync(`/proc/${redis.pid}/fd`).length <= r.idleFds, { timeout: 10_000, interval: 50 });
+    await vi.waitUntil(() => openFds(redis.pid) <= r.idleFds, { timeout: 10_000, interval: 50 });
   });
 });

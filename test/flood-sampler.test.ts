@@ -4,7 +4,8 @@ import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { rssOf, startFloodSampler } from '../bench/flood-sampler.ts';
+import { startFloodSampler } from '../bench/flood-sampler.ts';
+import { rssOf } from '../bench/harness/proc.ts';
 
 const ssAvailable = spawnSync('ss', ['-V'], { stdio: 'ignore' }).status === 0;
 if (!ssAvailable) console.warn("flood-sampler: SKIPPED — no 'ss' on PATH (iproute2)");

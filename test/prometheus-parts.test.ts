@@ -1,15 +1,12 @@
 // services/shared/prometheus.ts takes prom-client's parts from their own files, to leave
 // its Pushgateway client (https, TLS, zlib) unloaded: each must be the very class or
 // function prom-client's index exports, and no service may import the index for a value.
-import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import * as parts from '../services/shared/prometheus.ts';
+import { serviceSources } from './helpers/service-sources.ts';
 
 const index = createRequire(import.meta.url)('prom-client') as Record<string, unknown>;
-const services = fileURLToPath(new URL('../services/', import.meta.url));
 
 describe("prom-client's parts", () => {
   it('are what the index exports', () => {
@@ -18,8 +15,9 @@ describe("prom-client's parts", () => {
   });
 
   it('are the only values the services take from prom-client', () => {
-    const files = (readdirSync(services, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
-    const offenders = files.filter((f) => /^\s*import\s+(?!type\b)[^;]*?from\s+'prom-client'/m.test(readFileSync(join(services, f), 'utf8')));
+    const offenders = serviceSources()
+      .filter((s) => /^\s*import\s+(?!type\b)[^;]*?from\s+'prom-client'/m.test(s.text))
+      .map((s) => s.file);
     expect(offenders).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@
 // starts, before any of the store's code runs, so these cannot be set from inside the way
 // run-store.ts sets the flags V8 reads later: every launcher of the store passes them (the
 // image's CMD, `npm run start:store`, `npm start`, the test and bench harnesses), and
-// test/launch-flags.test.ts holds the image and package.json to this list. A store started
+// tests hold the image (observability-config) and package.json (launch-flags) to this list. A store started
 // without one says so in a warning and in its ready line (`nodeFlagsMissing`).
 import { flagGiven } from './v8-flag-defaults.ts';
 
