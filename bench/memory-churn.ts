@@ -11,7 +11,7 @@
 // The store runs as a child process (ports chosen by the OS). Its memory is read from its
 // own /metrics: process_resident_memory_bytes (RSS), nodejs_heap_size_used_bytes,
 // nodejs_external_memory_bytes (Buffers and other memory outside the V8 heap that
-// JavaScript objects hold, the store's never-written GC ballast among them), kvstore_usage_bytes and kvstore_memory_arena_bytes when the
+// JavaScript objects hold), kvstore_usage_bytes and kvstore_memory_arena_bytes when the
 // store exports it. Phases: idle (the baseline), churn (--ops commands: 80% SET, 15% GET,
 // 5% DELETE on random keys), delete-all (a DELETE for every key of the keyspace), then
 // --settle-ms of idleness. Prints RSS over time, the peak RSS against the cap, and RSS

@@ -58,7 +58,6 @@ class BareMapEngine {
   arenaBytes = 0;
   footprintBytes = 0;
   footprintLimitBytes = 1e12;
-  gcBallastBytes = 0;
   prefetch(): void {} // a Map has nothing to load ahead
   set(key: string, v: Buffer): 'ok' {
     this.map.set(key, new DataView(v.buffer, v.byteOffset, v.length));

@@ -13,14 +13,16 @@ describe('HeldInputPool', () => {
     expect(pool.freeCount).toBe(0);
   });
 
-  it('gives a larger buffer of its own for more, and keeps at most 32 free', () => {
+  it('gives a larger buffer of its own for more, and keeps at most 32 free: the rest are freed when given back', () => {
     const pool = new HeldInputPool();
     const big = pool.take(64 * 1024 + 1);
     expect(big.length).toBe(64 * 1024 + 1);
     pool.give(big);
     expect(pool.freeCount).toBe(0);
+    expect((big.buffer as ArrayBuffer).detached).toBe(true); // freed now, not at a collection
     const lent = Array.from({ length: 40 }, () => pool.take(10));
     for (const b of lent) pool.give(b);
     expect(pool.freeCount).toBe(32);
+    expect(lent.filter((b) => (b.buffer as ArrayBuffer).detached)).toHaveLength(8);
   });
 });

@@ -38,6 +38,25 @@ describe('idle malloc trim', () => {
     expect(calls).toHaveLength(TRIMS_PER_IDLE_SPELL + 1);
   });
 
+  it('gives back what the store holds itself on this thread before each trim, never while busy', () => {
+    vi.useFakeTimers();
+    let activity = 0;
+    const order: string[] = [];
+    const idle = new IdleMallocTrim({
+      trim: (done) => (order.push('trim'), done(1)),
+      activity: () => activity,
+      periodMs: 1000,
+      releaseFirst: () => void order.push('release'),
+    });
+    idle.start();
+    activity++;
+    vi.advanceTimersByTime(1000);
+    expect(order).toEqual([]);
+    vi.advanceTimersByTime(1000);
+    expect(order).toEqual(['release', 'trim']);
+    idle.close();
+  });
+
   it('starts no trim while one is under way', () => {
     vi.useFakeTimers();
     let finish: ((result: number) => void) | undefined;

@@ -306,7 +306,7 @@ describe('held input copied into buffers lent by a pool (HeldCopies)', () => {
   }
   const bytes = fc.array(fc.constantFrom(...Buffer.from('GET SET k v 0123 \n\n\r\r  ', 'latin1')), { maxLength: 60 });
 
-  it('frames as a framer with copies of its own does, gives every copy back once framed, and copies what it holds only once (property)', () => {
+  it('frames as a framer with copies of its own does, gives every copy back once framed (a line joined from pieces once the sink has it), and copies what it holds only once (property)', () => {
     fc.assert(
       fc.property(fc.array(bytes, { maxLength: 12 }), fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 40 }), (reads, budgets, maxLine) => {
         const shared = Buffer.alloc(80);
@@ -348,8 +348,10 @@ describe('held input copied into buffers lent by a pool (HeldCopies)', () => {
         }
         for (const f of [plain, pooled]) f.deliver(Infinity);
         expect(outs.pooled).toEqual(outs.plain);
-        // Only a copy still being framed is out; after stop() none is.
-        expect(pool.lent.size).toBeLessThanOrEqual(pooled.hasUnframedInput ? 1 : 0);
+        // Out: a copy still being framed, and the pieces of a line whose LF has not come (one
+        // per read at most); after stop() none.
+        if (pooled.bufferedBytes === 0) expect(pool.lent.size).toBeLessThanOrEqual(pooled.hasUnframedInput ? 1 : 0);
+        else expect(pool.lent.size).toBeGreaterThanOrEqual(1);
         pooled.stop();
         expect(pool.lent.size).toBe(0);
       }),

@@ -170,7 +170,7 @@ describe('page sources', () => {
 
   it("the store's metrics show where pages come from and whether the thread was given up", async () => {
     const engine = Object.fromEntries(
-      ['usageBytes', 'keyCount', 'maxMemoryBytes', 'evictions', 'footprintEvictions', 'arenaBytes', 'footprintBytes', 'footprintLimitBytes', 'gcBallastBytes', 'expired', 'hits', 'misses', 'expiryBacklog'].map((k) => [k, 0]),
+      ['usageBytes', 'keyCount', 'maxMemoryBytes', 'evictions', 'footprintEvictions', 'arenaBytes', 'footprintBytes', 'footprintLimitBytes', 'expired', 'hits', 'misses', 'expiryBacklog'].map((k) => [k, 0]),
     ) as unknown as EngineStats;
     const read = async (arenaPages?: ThreadPageSource) => {
       const registry = new Registry();

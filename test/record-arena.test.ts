@@ -1,7 +1,7 @@
 // The record arena's memory: what it holds follows what is live, freed memory leaves at
 // once (no garbage collection), its footprint is accounted exactly, and the engine keeps
 // that footprint under its limit by evicting (lru) or refusing (noeviction).
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { KvEngine } from '../services/store/engine/kv-engine.ts';
 import { arenaEmptyBytes, arenaPageTarget, arenaSlackBytes, LARGE_RECORD_BYTES, MIN_PAGE_TARGET, RecordArena } from '../services/store/engine/record-arena.ts';
 import { destroyAll } from './helpers/cleanup.ts';
@@ -9,6 +9,7 @@ import { parseExposition, sampleValue } from '../bench/harness/exposition.ts';
 import { viewOf } from '../services/shared/byte-views.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { b64 } from './helpers/base64.ts';
+import { loadSocketIo } from '../services/store/network/native-io.ts';
 
 afterEach(destroyAll);
 
@@ -156,6 +157,30 @@ describe('record arena', () => {
     h.verify();
   });
 
+  it('gives the spare pages back when asked (a store standing idle), and only pages no record uses', () => {
+    const h = new Holder();
+    const c = h.arena.classes[h.arena.classOf(64)]!;
+    const d = h.arena.classes[h.arena.classOf(9000)]!;
+    const kept = Array.from({ length: c.perPage + 1 }, () => h.add(64)); // one page and one chunk of the next
+    const gone = Array.from({ length: 2 * d.perPage }, () => h.add(9000));
+    for (const o of gone) h.remove(o);
+    expect(d.count).toBe(0);
+    expect(d.pages.length).toBe(1); // the spare an emptied class keeps
+    const spare = d.pages[0]!;
+    const before = h.arena.pageBytes;
+    expect(h.arena.releaseSparePages()).toBe(d.pageBytes);
+    expect(h.arena.pageBytes).toBe(before - d.pageBytes);
+    expect((spare.buffer as ArrayBuffer).detached).toBe(true);
+    expect(c.pages.length).toBe(2); // both pages of the other class hold records
+    expect(h.arena.releaseSparePages()).toBe(0);
+    h.verify();
+    // The records left read back as written, and the emptied class takes a page again.
+    for (const o of kept) h.remove(o);
+    h.add(9000);
+    expect(d.pages.length).toBe(1);
+    h.verify();
+  });
+
   it('pages hold a power of two chunks, at least the page target: about 8,192 pages fill the arena, from 64 KiB to 4 MiB', () => {
     expect(arenaPageTarget(1)).toBe(MIN_PAGE_TARGET);
     expect(arenaPageTarget(256 * 2 ** 20)).toBe(64 * 1024);
@@ -253,6 +278,23 @@ describe('engine footprint limit', () => {
 });
 
 describe('memory metrics', () => {
+  it('an idle store gives back the pages its deleted keys left, spares included (with the C add-on, whose malloc trim runs then too)', async () => {
+    const addon = loadSocketIo();
+    const idleRelease = 'io' in addon && typeof addon.io.mallocTrim === 'function';
+    const store = await startTestStore({ maxMemoryBytes: 64 * 1024 * 1024 }, { idleTrimMs: 50 });
+    const c = await store.client();
+    const sizes = [10, 300, 5000, 40_000, 100_000];
+    for (let i = 0; i < 500; i++) expect(await c.request(`SET k${i} ${b64('v'.repeat(sizes[i % sizes.length]!))}`)).toBe('OK');
+    for (let i = 0; i < 500; i++) expect(await c.request(`DELETE k${i}`)).toBe('OK');
+    const engine = store.service.engine;
+    expect(engine.recordBytes).toBeGreaterThan(0); // a spare page per class used
+    if (idleRelease) await vi.waitUntil(() => engine.recordBytes === 0, { timeout: 10_000, interval: 50 });
+    else expect(engine.recordBytes).toBeGreaterThan(0); // no idle trim without the add-on
+    const e = parseExposition((await store.admin('/metrics')).body);
+    expect(sampleValue(e, 'kvstore_memory_arena_bytes')).toBe(engine.arenaBytes);
+    engine.verifyInvariants();
+  });
+
   it('exports the arena, the footprint and its limit, and footprint evictions', async () => {
     const store = await startTestStore({ maxMemoryBytes: 1_000_000 });
     const c = await store.client();
@@ -264,20 +306,5 @@ describe('memory metrics', () => {
     expect(sampleValue(e, 'kvstore_memory_footprint_bytes')).toBe(engine.footprintBytes);
     expect(sampleValue(e, 'kvstore_memory_footprint_limit_bytes')).toBe(engine.footprintLimitBytes);
     expect(sampleValue(e, 'kvstore_memory_footprint_evictions_total')).toBe(0);
-    // The store's engine maps a ballast (whole 32 MiB steps, none for this small a cap).
-    expect(sampleValue(e, 'kvstore_memory_gc_ballast_bytes')).toBe(engine.gcBallastBytes);
-  });
-
-  it('exports the GC ballast, which shrinks as the data grows', async () => {
-    const store = await startTestStore({ maxMemoryBytes: 256 * 1024 * 1024 });
-    const c = await store.client();
-    const before = sampleValue(parseExposition((await store.admin('/metrics')).body), 'kvstore_memory_gc_ballast_bytes')!;
-    expect(before).toBeGreaterThan(0);
-    const value = 'v'.repeat(60_000);
-    for (let i = 0; i < 1200; i++) expect(await c.request(`SET k${i} ${value}`)).toBe('OK');
-    const after = sampleValue(parseExposition((await store.admin('/metrics')).body), 'kvstore_memory_gc_ballast_bytes');
-    // 72 MB of records took at least two 32 MiB steps off the ballast.
-    expect(after).toBeLessThanOrEqual(before - 2 * 32 * 1024 * 1024);
-    expect(after).toBe(store.service.engine.gcBallastBytes);
   });
 });

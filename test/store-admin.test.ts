@@ -8,8 +8,6 @@ import { LineClient } from './helpers/line-client.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { BACKGROUND_NICE } from '../services/store/runtime/background-thread-priority.ts';
-import { BALLAST_STEP_BYTES } from '../services/store/engine/gc-ballast.ts';
-import { FOOTPRINT_FACTOR } from '../services/store/engine/kv-engine.ts';
 import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/runtime/malloc-tuning.ts';
 import { PAGE_THREAD_NAME } from '../services/store/engine/page-source.ts';
 import { b64 } from './helpers/base64.ts';
@@ -310,13 +308,6 @@ describe('main.ts', () => {
     const proc = await startServiceProcess(storeScript, { STORE_PORT: String(port), STORE_METRICS_PORT: String(metricsPort) }, STORE_READY);
     track({ destroy: () => proc.child.kill('SIGKILL') });
     expect(proc.logs.filter((l) => l.msg === STORE_READY)).toEqual([expect.objectContaining({ port, metricsPort, host: '127.0.0.1' })]);
-    // The engine's GC ballast stands in for its growth up to the footprint limit (1.25 times
-    // the default 256 MiB cap and a few MiB), in whole steps, less the step the empty engine's arrays took.
-    const ballast = proc.logs.find((l) => l.msg === STORE_READY)!.gcBallastBytes as number;
-    const limit = FOOTPRINT_FACTOR * 256 * 2 ** 20;
-    expect(ballast % BALLAST_STEP_BYTES).toBe(0);
-    expect(ballast).toBeGreaterThanOrEqual(limit - 2 * BALLAST_STEP_BYTES);
-    expect(ballast).toBeLessThanOrEqual(limit);
     // V8's background threads run at nice 19, the serving thread at the process's own.
     const lowered = proc.logs.find((l) => l.msg === STORE_READY)!.backgroundThreadsLowered as number;
     if (process.platform === 'linux') {
@@ -328,7 +319,12 @@ describe('main.ts', () => {
       expect(threads.find((t) => t.tid === proc.pid)!.nice).toBe(getPriority()); // inherited from this process, unchanged
     }
     // The store's own V8 defaults, none given on its command line here (main.ts).
-    expect(proc.logs.find((l) => l.msg === STORE_READY)!.v8FlagDefaults).toEqual(['--heap-growing-percent=500', '--no-memory-reducer', '--no-flush-bytecode']);
+    expect(proc.logs.find((l) => l.msg === STORE_READY)!.v8FlagDefaults).toEqual([
+      '--heap-growing-percent=500',
+      '--external-memory-accounted-in-global-limit',
+      '--no-memory-reducer',
+      '--no-flush-bytecode',
+    ]);
     // Where start-up went, from the process's start: its parts add up to the whole, and the
     // admin port says the whole as kvstore_start_duration_seconds.
     const startup = proc.logs.find((l) => l.msg === STORE_READY)!.startup as Record<string, number>;

@@ -468,7 +468,7 @@ describe('incremental growth and shrinking', () => {
     while (engine.tableState.nextBuckets !== 0) engine.rehashFor(0);
     const footprint = engine.footprintBytes;
     expect(engine.reapingBytes).toBeGreaterThanOrEqual(big); // the start-up table may still be there too
-    engine.verifyInvariants(); // the ballast's account: the footprint plus what is being given back
+    engine.verifyInvariants();
     // A frozen clock: each call gives back one step.
     let last = engine.reapingBytes;
     let calls = 0;

@@ -70,18 +70,24 @@ export class LineEnds {
   }
 }
 
-/** Where a framer's copies of held input come from (ownHeldInput), and go back to once framed. */
+/**
+ * Where a framer's copies of input come from, and go back to once framed: the held rest of
+ * a read (ownHeldInput), the pieces of a line that spans reads, and that line put together.
+ */
 export interface HeldCopies {
   /** A buffer of at least `bytes` bytes. */
   take(bytes: number): Buffer;
-  /** A buffer take() gave, framed to its end: it may be handed out again. */
+  /** A buffer take() gave, no longer used by the framer or its sink: it may be handed out again, or freed. */
   give(buf: Buffer): void;
 }
+
+/** The default: a fresh buffer each time, left to the collector (a sink may keep a line it was given). */
+const FRESH_COPIES: HeldCopies = { take: (bytes) => Buffer.allocUnsafe(bytes), give: () => {} };
 
 export class LineFramer {
   readonly maxLineBytes: number;
   readonly #sink: LineSink;
-  readonly #copies: HeldCopies | undefined;
+  readonly #copies: HeldCopies;
   /** The framer's own copy that the chunk being framed is (ownHeldInput), or null: the chunk is the caller's. */
   #copy: Buffer | null = null;
   /** A copy framed to its end, or dropped, during deliver(): its last line may still be in the sink's hands, so it goes back when deliver() returns. */
@@ -93,8 +99,9 @@ export class LineFramer {
   #end = 0;
   /** Chunks appended while #chunk was still held, in order (rare: reading pauses then). */
   #queued: Buffer[] = [];
-  /** Pieces of a line whose LF has not arrived (copies). */
-  #pending: Buffer[] = [];
+  /** Pieces of a line whose LF has not arrived: copies from #copies, each holding its bytes at [0, #pendingLengths[i]). */
+  readonly #pending: Buffer[] = [];
+  readonly #pendingLengths: number[] = [];
   #pendingBytes = 0;
   #overflowed = false;
   #stopped = false;
@@ -105,8 +112,12 @@ export class LineFramer {
   #known: LineEnds | null = null;
   #knownIndex = 0;
 
-  /** `copies`: where ownHeldInput's copies come from (default: a fresh buffer each, left to the collector). */
-  constructor(maxLineBytes: number, sink: LineSink, copies?: HeldCopies) {
+  /**
+   * `copies`: where the framer's copies come from (default: a fresh buffer each, left to the
+   * collector). The sink must be done with a line when onLine returns if `copies` reuses or
+   * frees what it is given back.
+   */
+  constructor(maxLineBytes: number, sink: LineSink, copies: HeldCopies = FRESH_COPIES) {
     this.maxLineBytes = maxLineBytes;
     this.#sink = sink;
     this.#copies = copies;
@@ -209,12 +220,11 @@ export class LineFramer {
           this.#overflow();
           break;
         }
-        this.#pending.push(chunk.subarray(pos, lf));
-        const line = Buffer.concat(this.#pending, this.#pendingBytes + lf - pos);
-        this.#pending = [];
-        this.#pendingBytes = 0;
+        const length = this.#pendingBytes + lf - pos;
+        const line = this.#joinPending(chunk, pos, lf);
         this.#advance(lf + 1);
-        more = this.#deliver(line, 0, line.length);
+        more = this.#deliver(line, 0, length);
+        this.#copies.give(line);
       } else {
         if (lf - pos > this.maxLineBytes) {
           this.#overflow();
@@ -242,8 +252,7 @@ export class LineFramer {
     if (chunk === null) return;
     if (chunk !== this.#copy) {
       const n = this.#end - this.#pos;
-      const copies = this.#copies;
-      const copy = copies === undefined ? Buffer.allocUnsafe(n) : copies.take(n);
+      const copy = this.#copies.take(n);
       chunk.copy(copy, 0, this.#pos, this.#end);
       this.#copy = copy;
       this.#chunk = copy;
@@ -259,8 +268,7 @@ export class LineFramer {
     this.#retireCopy();
     this.#chunk = null;
     this.#queued = [];
-    this.#pending = [];
-    this.#pendingBytes = 0;
+    this.#dropPending();
   }
 
   #advance(to: number): void {
@@ -286,8 +294,32 @@ export class LineFramer {
     const rest = end - from;
     if (this.#pendingBytes + rest > this.maxLineBytes) return this.#overflow();
     // Copy the tail so a partial line never pins the whole socket chunk.
-    this.#pending.push(Buffer.from(chunk.subarray(from, end)));
+    const piece = this.#copies.take(rest);
+    chunk.copy(piece, 0, from, end);
+    this.#pending.push(piece);
+    this.#pendingLengths.push(rest);
     this.#pendingBytes += rest;
+  }
+
+  /** The held pieces and chunk[from, to), as one line (a copy from #copies, the line at its start); the pieces go back. */
+  #joinPending(chunk: Buffer, from: number, to: number): Buffer {
+    const line = this.#copies.take(this.#pendingBytes + to - from);
+    let at = 0;
+    for (let i = 0; i < this.#pending.length; i++) {
+      const piece = this.#pending[i]!;
+      at += piece.copy(line, at, 0, this.#pendingLengths[i]!);
+    }
+    chunk.copy(line, at, from, to);
+    this.#dropPending();
+    return line;
+  }
+
+  /** Gives the pieces of an incomplete line back. */
+  #dropPending(): void {
+    for (const piece of this.#pending) this.#copies.give(piece);
+    this.#pending.length = 0;
+    this.#pendingLengths.length = 0;
+    this.#pendingBytes = 0;
   }
 
   /** The chunk is framed or dropped: the framer's copy of it goes back where it came from (once deliver() returns, if it runs). */
@@ -302,7 +334,7 @@ export class LineFramer {
   #giveBack(): void {
     const copy = this.#framedCopy;
     this.#framedCopy = null;
-    if (copy !== null) this.#copies?.give(copy);
+    if (copy !== null) this.#copies.give(copy);
   }
 
   #overflow(): void {
@@ -310,8 +342,7 @@ export class LineFramer {
     this.#retireCopy();
     this.#chunk = null;
     this.#queued = [];
-    this.#pending = [];
-    this.#pendingBytes = 0;
+    this.#dropPending();
     this.#sink.onOverflow();
   }
 }

@@ -170,11 +170,6 @@ export function createStoreMetrics({ registry, engine, connections, maxConnectio
   gauge('kvstore_memory_arena_bytes', 'Bytes of the pages (and their owner arrays) holding the records: usage plus size-class rounding and partly filled pages.', () => engine.arenaBytes);
   gauge('kvstore_memory_footprint_bytes', 'Bytes the data holds in memory: the arena plus the per-key slot, expiry and bucket arrays.', () => engine.footprintBytes);
   gauge('kvstore_memory_footprint_limit_bytes', 'Limit on kvstore_memory_footprint_bytes: 1.25 times MAX_MEMORY_BYTES plus the arena fixed slack.', () => engine.footprintLimitBytes);
-  gauge(
-    'kvstore_memory_gc_ballast_bytes',
-    'Bytes of buffers mapped but never written (no resident memory) that stand, in V8\'s count of external memory, for the data\'s growth to come, so that growth starts no garbage collection; nodejs_external_memory_bytes includes them.',
-    () => engine.gcBallastBytes,
-  );
   counter(
     'kvstore_memory_malloc_trims_total',
     'Times malloc\'s free memory was handed back to the OS after the store stood idle for a second (malloc_trim on a thread of libuv\'s pool); 0 without the C add-on or glibc.',

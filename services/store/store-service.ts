@@ -155,7 +155,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   // see ciphertext): with TLS on it is not loaded, and the warm-up runs Node's socket path.
   const socketIo = config.tls === undefined ? chooseSocketIo(config.nativeIo, logger) : undefined;
   const createEngine = (): KvEngine =>
-    new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, gcBallast: true, pageSource });
+    new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);
   // The warm-up takes its pages where the store does: its first must not wait for a page thread's start.
   await threadPages?.ready();
@@ -305,7 +305,12 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const idleTrim =
     mallocTrim === undefined
       ? undefined
-      : new IdleMallocTrim({ trim: mallocTrim, activity: () => metrics.receivedBytes + metrics.connectionsTotal, periodMs: deps.idleTrimMs ?? IDLE_TRIM_MS });
+      : new IdleMallocTrim({
+          trim: mallocTrim,
+          activity: () => metrics.receivedBytes + metrics.connectionsTotal,
+          periodMs: deps.idleTrimMs ?? IDLE_TRIM_MS,
+          releaseFirst: () => void engine.releaseSparePages(),
+        });
   idleTrim?.start();
 
   const totalMs = performance.now() - startedMs;
@@ -345,7 +350,6 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       arenaPagesMapped: mappedPages !== undefined,
       arenaPagesThreaded: threadPages?.threaded ?? false,
       nativeIo: socketIo !== undefined,
-      gcBallastBytes: engine.gcBallastBytes,
       backgroundThreadsLowered: deps.backgroundThreadsLowered,
       v8FlagDefaults: deps.v8FlagDefaults,
       nodeFlagsMissing: deps.nodeFlagsMissing,

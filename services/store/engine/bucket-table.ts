@@ -15,7 +15,6 @@
 // one go instead (reserve): nothing is served yet, and a rehash while loading would move
 // every key again.
 
-import type { GcBallast } from './gc-ballast.ts';
 import { resizableBuffer } from './resizable-buffer.ts';
 import { SLOT } from './slot-layout.ts';
 
@@ -63,8 +62,6 @@ export function powerOfTwoAtLeast(n: number): number {
 export class BucketTable {
   /** The engine's slot fields (a view that tracks its resizable buffer, so it is never replaced). */
   readonly #slots: Int32Array;
-  /** Told of every table made and given back (see gc-ballast.ts). */
-  readonly #ballast: GcBallast;
   readonly #now: () => number;
   readonly #minBuckets: number;
   /** The table shrinks no smaller than this: #minBuckets, or what reserve() made room for until endReserve(). */
@@ -82,9 +79,8 @@ export class BucketTable {
   /** Buffers of dropped tables, not yet given back in full (see #reapFor); the last is shrunk first. */
   readonly #reaping: ArrayBuffer[] = [];
 
-  constructor(slots: Int32Array, ballast: GcBallast, now: () => number, minBuckets: number, rehashStepBuckets: number) {
+  constructor(slots: Int32Array, now: () => number, minBuckets: number, rehashStepBuckets: number) {
     this.#slots = slots;
-    this.#ballast = ballast;
     this.#now = now;
     this.#minBuckets = minBuckets;
     this.#floorBuckets = minBuckets;
@@ -316,7 +312,7 @@ export class BucketTable {
     do {
       const buffer = reaping.at(-1)!;
       const keep = Math.max(0, buffer.byteLength - REAP_STEP_BYTES);
-      this.#ballast.resize(buffer, keep);
+      buffer.resize(keep);
       if (keep === 0) reaping.pop();
     } while (reaping.length > 0 && this.#now() - start < maxWorkMs);
   }
@@ -327,7 +323,6 @@ export class BucketTable {
    * dropped (#reapFor); it never grows.
    */
   #newTable(buckets: number): Int32Array {
-    this.#ballast.take(buckets * 4);
     return new Int32Array(resizableBuffer(buckets * 4, buckets * 4));
   }
 

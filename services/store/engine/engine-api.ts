@@ -23,7 +23,6 @@ export interface EngineStats {
   readonly arenaBytes: number;
   readonly footprintBytes: number;
   readonly footprintLimitBytes: number;
-  readonly gcBallastBytes: number;
   readonly expired: number;
   readonly hits: number;
   readonly misses: number;

@@ -28,12 +28,6 @@ export interface KvEngineOptions {
    * where it is (default EXACT_LRU_BELOW_KEYS; 0 = always approximate, as the model test runs it).
    */
   exactLruBelowKeys?: number;
-  /**
-   * Map a GC ballast as large as the footprint limit (see gc-ballast.ts): the store does.
-   * Default false, so that tests making hundreds of engines with large caps do not map
-   * that much each; the ballast's account, which the invariant check compares, is kept either way.
-   */
-  gcBallast?: boolean;
   /** Where the record arena's pages are allocated (default this thread's malloc; the store passes a ThreadPageSource: see page-source.ts). */
   pageSource?: PageSource;
 }
@@ -53,7 +47,6 @@ export function engineSettings(options: KvEngineOptions): EngineSettings {
     minBuckets = MIN_BUCKETS,
     rehashStepBuckets = REHASH_STEP_BUCKETS,
     exactLruBelowKeys = EXACT_LRU_BELOW_KEYS,
-    gcBallast = false,
     pageSource,
   } = options;
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > MAX_KEYS) {
@@ -74,5 +67,5 @@ export function engineSettings(options: KvEngineOptions): EngineSettings {
   if (!Number.isSafeInteger(rehashStepBuckets) || rehashStepBuckets < 1) {
     throw new RangeError(`rehashStepBuckets must be a positive integer, got ${rehashStepBuckets}`);
   }
-  return { maxMemoryBytes, evictionPolicy, maxKeys, now, minBuckets, rehashStepBuckets, exactLruBelowKeys, gcBallast, pageSource };
+  return { maxMemoryBytes, evictionPolicy, maxKeys, now, minBuckets, rehashStepBuckets, exactLruBelowKeys, pageSource };
 }

@@ -5,7 +5,6 @@ import { viewOf } from '../../shared/byte-views.ts';
 import { BucketTable, type TableState } from './bucket-table.ts';
 import { type SetOutcome, type StoreEngine, ValueRange } from './engine-api.ts';
 import { DROPPED_EMPTY_BUCKET, ExpiryIndex, NOTHING_DUE } from './expiry-index.ts';
-import { GcBallast } from './gc-ballast.ts';
 import { engineSettings, type KvEngineOptions } from './engine-options.ts';
 import { KeyPrefetch } from './key-prefetch.ts';
 import { LruList } from './lru-list.ts';
@@ -61,8 +60,6 @@ export class Keyspace implements StoreEngine {
   readonly #now: () => number;
   readonly #seed = randomInt(2 ** 32) | 0;
   readonly #arena: RecordArena;
-  /** Told of all the engine's memory growth, so that growth starts no garbage collection (see gc-ballast.ts). */
-  readonly #ballast: GcBallast;
   readonly #expiry = new ExpiryIndex();
   readonly #table: BucketTable;
   readonly #lru: LruList;
@@ -97,13 +94,11 @@ export class Keyspace implements StoreEngine {
     this.#now = settings.now;
     const pageTarget = arenaPageTarget(maxMemoryBytes);
     this.footprintLimitBytes = footprintLimitFor(maxMemoryBytes, pageTarget);
-    // The footprint limit bounds all the engine's arrays, so it is all the ballast needs to cover.
-    this.#ballast = new GcBallast(settings.gcBallast ? this.footprintLimitBytes : 0);
-    this.#arena = new RecordArena(this.footprintLimitBytes, { ballast: this.#ballast, pageTarget, pageSource: settings.pageSource });
-    this.#slotArrays = new SlotArrays(settings.maxKeys, this.#ballast);
+    this.#arena = new RecordArena(this.footprintLimitBytes, { pageTarget, pageSource: settings.pageSource });
+    this.#slotArrays = new SlotArrays(settings.maxKeys);
     this.#slots = this.#slotArrays.fields;
     this.#expiresAt = this.#slotArrays.expiresAt;
-    this.#table = new BucketTable(this.#slots, this.#ballast, this.#now, settings.minBuckets, settings.rehashStepBuckets);
+    this.#table = new BucketTable(this.#slots, this.#now, settings.minBuckets, settings.rehashStepBuckets);
     this.#lru = new LruList(this.#slots, settings.exactLruBelowKeys);
     this.#prefetch = new KeyPrefetch(this.#slots, this.#table, this.#arena);
     this.#budget = new FootprintBudget(this.footprintLimitBytes, this.#arena, this.#slotArrays, this.#table);
@@ -129,11 +124,10 @@ export class Keyspace implements StoreEngine {
   get arenaBytes(): number {
     return this.#arena.footprintBytes;
   }
-  /** Bytes of the ballast that stands in, in V8's count of external memory, for the engine's growth to come (see gc-ballast.ts). */
-  get gcBallastBytes(): number {
-    return this.#ballast.heldBytes;
+  /** Frees the arena's pages no record uses (RecordArena.releaseSparePages), for a store standing idle; returns the bytes freed. */
+  releaseSparePages(): number {
+    return this.#arena.releaseSparePages();
   }
-
   /** What the footprint limit bounds: the arena plus the per-slot and bucket arrays. */
   get footprintBytes(): number {
     return this.#budget.bytes;
@@ -410,9 +404,6 @@ export class Keyspace implements StoreEngine {
       usage += klen + this.#get(s, VLEN);
       if (this.#ttlOf(s) !== 0) withTtl++;
     });
-    if (this.#ballast.takenBytes !== this.footprintBytes + this.reapingBytes) {
-      fail(`the GC ballast counts ${this.#ballast.takenBytes} bytes taken, the footprint is ${this.footprintBytes} and ${this.reapingBytes} are being given back`);
-    }
     const chained = this.#table.verify(this.#live, fail);
     if (live !== this.#live || chained !== live) fail(`counts ${this.#live} keys, LRU list ${live}, chains ${chained}`);
     this.#slotArrays.verify(live, fail);

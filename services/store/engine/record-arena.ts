@@ -46,9 +46,9 @@
 // move, and a page may be freed, at the next change.
 
 import { NATIVE_COPY_BYTES } from './copy-bytes.ts';
-import { GcBallast } from './gc-ballast.ts';
 import { THIS_THREAD_PAGES, type PageSource } from './page-source.ts';
 import { resizableBuffer } from './resizable-buffer.ts';
+import { freeNow } from '../../shared/free-now.ts';
 
 /** Records above this get a buffer of their own, of exactly their size. */
 export const LARGE_RECORD_BYTES = 64 * 1024;
@@ -249,21 +249,18 @@ export function arenaEmptyBytes(pageTarget: number): number {
  * A buffer from `source` as a Buffer: a Uint8Array given Buffer's prototype, like every
  * other page, so that the loads that see pages of several classes see one hidden class
  * (test/record-arena-maps.test.ts). Its memory is mapped on its own (page-source.ts),
- * committed as it is written, and unmapped by detaching it (release). `again`: a size
+ * committed as it is written, and unmapped by detaching it (freeNow). `again`: a size
  * class's page, whose next one the source may get ready ahead; not a large record's.
  */
 function newPage(source: PageSource, bytes: number, again: boolean): Buffer {
   return Object.setPrototypeOf(new Uint8Array(source.alloc(bytes, again)), Buffer.prototype) as Buffer;
 }
 
-/** Gives a page's memory back now, not at the next collection. */
-const release = (page: Buffer): void => void (page.buffer as ArrayBuffer).transfer(0);
 
 /** What a large record of `bytes` bytes costs: its own buffer, in whole OS pages. */
 const largeBytes = (bytes: number): number => roundUp(Math.max(1, bytes), OS_PAGE);
 
 export interface RecordArenaOptions {
-  readonly ballast?: GcBallast;
   readonly pageTarget?: number;
   readonly pageSource?: PageSource;
 }
@@ -278,23 +275,20 @@ export class RecordArena {
   #pageBytes = 0;
   /** Bytes of the classes' owner arrays. */
   #ownerBytes = 0;
-  /** Told of every byte the arena takes or gives back (see gc-ballast.ts). */
-  readonly #ballast: GcBallast;
   readonly #pageSource: PageSource;
 
   /**
    * `maxBytes`: the most the arena will ever hold (the engine's footprint limit); sizes the
-   * owner reservations. `ballast`: the engine's, if it has one. `pageTarget`: the smallest
+   * owner reservations. `pageTarget`: the smallest
    * page (default arenaPageTarget(maxBytes); the engine's is that of its cap). `pageSource`:
    * where pages and large records are allocated (default this thread's malloc).
    */
   constructor(
     maxBytes: number = 2 ** 36,
-    { ballast = new GcBallast(0), pageTarget = arenaPageTarget(maxBytes), pageSource = THIS_THREAD_PAGES }: RecordArenaOptions = {},
+    { pageTarget = arenaPageTarget(maxBytes), pageSource = THIS_THREAD_PAGES }: RecordArenaOptions = {},
   ) {
     this.#pageSource = pageSource;
     if (!Number.isSafeInteger(pageTarget) || pageTarget < MIN_PAGE_TARGET) throw new RangeError(`pageTarget must be at least ${MIN_PAGE_TARGET}, got ${pageTarget}`);
-    this.#ballast = ballast;
     const sizes = classSizes();
     this.classes = [...sizes.map((s) => new SizeClass(s, maxBytes, pageTarget)), new SizeClass(0, maxBytes, pageTarget)];
     this.large = sizes.length;
@@ -306,7 +300,6 @@ export class RecordArena {
       this.#classBy4[i] = c;
     }
     for (const k of this.classes) this.#ownerBytes += k.owners.byteLength;
-    ballast.take(this.#ownerBytes);
   }
 
   get pageBytes(): number {
@@ -341,14 +334,12 @@ export class RecordArena {
     const i = c.count;
     if (c.size === 0) {
       const held = largeBytes(bytes);
-      this.#ballast.take(held); // before the buffer exists: V8's count must not rise first
       const page = newPage(this.#pageSource, Math.max(1, bytes), false);
       c.pages[i] = page;
       c.words[i] = new Int32Array(page.buffer, 0, page.length >>> 2);
       c.views[i] = new DataView(page.buffer, 0, page.length);
       this.#pageBytes += held;
     } else if (i === c.pages.length << c.shift) {
-      this.#ballast.take(c.pageBytes);
       const page = newPage(this.#pageSource, c.pageBytes, true);
       c.pages.push(page);
       c.words.push(new Int32Array(page.buffer));
@@ -359,7 +350,7 @@ export class RecordArena {
       // The engine's footprint limit keeps every class far below this; past it an owner would be lost.
       if (i >= c.maxOwners) throw new Error(`record arena: class ${c.size} holds ${i} chunks, its most`);
       const n = ownersAfterGrowth(c.ownerCap, c.maxOwners);
-      this.#ballast.resize(c.ownerRegion, n * 4);
+      c.ownerRegion.resize(n * 4);
       this.#ownerBytes += (n - c.ownerCap) * 4;
       c.ownerCap = n;
     }
@@ -380,8 +371,7 @@ export class RecordArena {
       const page = c.pages[i]!;
       const bytes = largeBytes(page.length);
       this.#pageBytes -= bytes;
-      release(page);
-      this.#ballast.give(bytes);
+      freeNow(page);
       c.pages[i] = c.pages[last]!;
       c.pages.length = last;
       c.words[i] = c.words[last]!;
@@ -407,19 +397,40 @@ export class RecordArena {
     }
     c.count = last;
     if (c.size > 0 && c.lastPageSpare) {
-      release(c.pages.pop()!);
+      freeNow(c.pages.pop()!);
       c.words.pop();
       c.views.pop();
       this.#pageBytes -= c.pageBytes;
-      this.#ballast.give(c.pageBytes);
     }
     if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
       const n = c.ownerCap >> 1;
-      this.#ballast.resize(c.ownerRegion, n * 4);
+      c.ownerRegion.resize(n * 4);
       this.#ownerBytes -= (c.ownerCap - n) * 4;
       c.ownerCap = n;
     }
     return moved;
+  }
+
+  /**
+   * Frees every page no record uses: the spare page each class keeps so that records
+   * coming and going at a page's edge do not map and unmap it each time (see free), and so
+   * an empty class's last page. For a store that stands idle (after a delete of most keys,
+   * up to a page and a half per class stays otherwise). Returns the bytes freed.
+   */
+  releaseSparePages(): number {
+    let freed = 0;
+    for (const c of this.classes) {
+      if (c.size === 0) continue;
+      const needed = Math.ceil(c.count / c.perPage);
+      while (c.pages.length > needed) {
+        freeNow(c.pages.pop()!);
+        c.words.pop();
+        c.views.pop();
+        this.#pageBytes -= c.pageBytes;
+        freed += c.pageBytes;
+      }
+    }
+    return freed;
   }
 
   /** Checks every class's pages and owners against `ownerOk(owner, cls, chunk)`; throws on the first violation. */

@@ -8,7 +8,6 @@
 // per field (2-3x the time of a flat array on random access in a micro-benchmark).
 // Freed slots are kept on a free list through their CHAIN field and taken first.
 
-import type { GcBallast } from './gc-ballast.ts';
 import { resizableBuffer } from './resizable-buffer.ts';
 import { SLOT, SLOT_BYTES } from './slot-layout.ts';
 
@@ -26,8 +25,6 @@ export class SlotArrays {
   readonly fields: Int32Array;
   /** Absolute expiry on the engine's clock in ms, for slots flagged HAS_TTL; tracks its buffer's length too. */
   readonly expiresAt: Float64Array;
-  /** Told of every byte committed and given back (see gc-ballast.ts). */
-  readonly #ballast: GcBallast;
   /** Slots the arrays can grow to without moving: room for maxKeys (and the sentinel). */
   readonly #maxSlots: number;
   readonly #fieldBuffer: ArrayBuffer;
@@ -37,8 +34,7 @@ export class SlotArrays {
   #freeHead = 0;
 
   /** Room for slots 1..maxKeys at most: an insert at maxKeys evicts first, and freed slots are reused. */
-  constructor(maxKeys: number, ballast: GcBallast) {
-    this.#ballast = ballast;
+  constructor(maxKeys: number) {
     this.#maxSlots = maxKeys + 1;
     this.#fieldBuffer = resizableBuffer(0, this.#maxSlots * SLOT_BYTES);
     this.#expiryBuffer = resizableBuffer(0, this.#maxSlots * 8);
@@ -112,8 +108,8 @@ export class SlotArrays {
 
   /** Resizes both arrays in place to `slots` slots (the buffers reserved their full size: pages are committed or given back, nothing is copied). */
   #resize(slots: number): void {
-    this.#ballast.resize(this.#fieldBuffer, slots * SLOT_BYTES);
-    this.#ballast.resize(this.#expiryBuffer, slots * 8);
+    this.#fieldBuffer.resize(slots * SLOT_BYTES);
+    this.#expiryBuffer.resize(slots * 8);
   }
 
   /** The arrays' length after one growth step from `slots`: doubling up to SLOT_GROWTH, then SLOT_GROWTH more. */

@@ -1,8 +1,9 @@
 import type { HeldCopies } from '../../protocol/line-framer.ts';
+import { freeNow } from '../../shared/free-now.ts';
 
 /** A read's most (the poller's and Node's read size): one copy holds what is left of any read. */
 const COPY_BYTES = 64 * 1024;
-/** Free copies kept for reuse (2 MiB); past that, a framed copy is left to the collector. */
+/** Free copies kept for reuse (2 MiB); past that, a framed copy is freed. */
 const MAX_FREE = 32;
 
 /**
@@ -10,7 +11,10 @@ const MAX_FREE = 32;
  * lines wait for a later turn: LineFramer.ownHeldInput), reused. A fresh 64 KiB buffer per
  * wait was an allocation at glibc's mmap threshold (malloc-tuning.ts): a mapping, its page
  * faults and, once collected, an unmapping with its TLB shootdown, for every read that
- * waited in line, which under 16 pipelining loaders made the load ~18% slower.
+ * waited in line, which under 16 pipelining loaders made the load ~18% slower. The copies
+ * also hold the pieces of a line that spans reads, and the line once put together (a SET
+ * of a large value): one larger than a copy is freed as soon as it has run
+ * (free-now.ts), not left for a collection.
  */
 export class HeldInputPool implements HeldCopies {
   readonly #free: Buffer[] = [];
@@ -27,5 +31,6 @@ export class HeldInputPool implements HeldCopies {
 
   give(buf: Buffer): void {
     if (buf.length === COPY_BYTES && this.#free.length < MAX_FREE) this.#free.push(buf);
+    else freeNow(buf);
   }
 }

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { ReplyTarget, valueReplyLength, writeValueReply } from '../../protocol/replies.ts';
 import { latin1Write } from '../../shared/node-internals.ts';
 import { nativeWrite, SocketFdCache, type SocketIo } from './native-io.ts';
+import { freeNow } from '../../shared/free-now.ts';
 
 /**
  * Replies are built as bytes, not strings: one connection's replies of a turn go into one
@@ -15,7 +16,8 @@ import { nativeWrite, SocketFdCache, type SocketIo } from './native-io.ts';
  * needs them: at once when the kernel took the whole write (the common case), otherwise
  * at the connection's next write that finds the socket's queue empty. A client that reads
  * slowly therefore reuses the same two buffers instead of costing an allocation (and the
- * collector's work) per turn. The pool holds them as ReplyTargets (services/protocol/
+ * collector's work) per turn. A buffer too large for the pool, or one past its size, is
+ * freed when the socket no longer needs it (free-now.ts). The pool holds them as ReplyTargets (services/protocol/
  * replies.ts), each with its DataView, so a buffer taken from it costs no new object.
  */
 
@@ -69,6 +71,7 @@ export class ReplyBufferPool {
 
   give(target: ReplyTarget): void {
     if (target.bytes.length === POOLED_BYTES && this.#free.length < POOL_SIZE) this.#free.push(target);
+    else freeNow(target.bytes); // a large reply's buffer: freed once written, not at a collection
   }
 }
 

@@ -1,5 +1,6 @@
-// The store's own defaults for V8 flags (main.ts): each set at start-up unless the command
-// line gave the same flag, so an operator's `node --flag ... services/store/main.ts` wins.
+// The store's own defaults for V8 flags: each set at start-up (run-store.ts, before the
+// engine exists) unless the command line gave the same flag, so an operator's
+// `node --flag ... services/store/main.ts` wins.
 import { setFlagsFromString } from 'node:v8';
 
 /**
@@ -18,4 +19,49 @@ export function defaultV8Flag(flag: string): boolean {
   if (flagGiven(flag, process.execArgv)) return false;
   setFlagsFromString(flag);
   return true;
+}
+
+/**
+ * V8's heap-growing factor for the store: the next full collection comes when the
+ * JavaScript heap has grown to this many percent more than it held after the last. The
+ * store's heap is small (~12 MB; its data is off the heap), and with V8's default factor
+ * the limit stays closer than the young generation's size, so V8 starts a full collection
+ * every few hundred milliseconds under load whatever is allocated. At 500 the heap holds at
+ * most ~72 MB between collections, and fills it only as slowly as the store promotes
+ * garbage (~3 MB per 8,000,000 SETs) (docs/benchmarks.md#pauses-during-growth).
+ */
+export const HEAP_GROWING_PERCENT = 500;
+
+/**
+ * The store's defaults, in the order they are set:
+ * - the heap-growing factor above;
+ * - V8's count of ArrayBuffer memory (all the engine's data) taken into the same limit
+ *   as the heap, grown by the same factor, instead of V8's own rule for it: a full
+ *   collection each time the count has grown 64 MiB, whether or not anything could be
+ *   freed. Under that rule a load of 8,000,000 keys (~1.3 GiB) started ~20 full
+ *   collections on the serving thread; with the count in the heap's limit it starts three,
+ *   the limit growing with the data. (It replaces a ballast of mapped, never-written buffers
+ *   that stood in the count for the growth to come: that cost 60–100 ms of every start at
+ *   large caps and a mapping per 32 MiB of the cap.)
+ * - V8's memory reducer, off in the isolates made from here on. It starts full
+ *   collections on a timer in an isolate that allocates little, to give memory back: here,
+ *   the page thread's (page-source.ts), which only hands out buffers; its collections came
+ *   in the middle of 8,000,000-key loads (~15 ms each on that thread, a core the serving
+ *   thread wants). The flag is read when an isolate is made: the serving isolate, made
+ *   before this runs, keeps its reducer, which starts only while the store is idle.
+ * - V8's bytecode flushing, off. V8 throws away the bytecode (and the type feedback) of a
+ *   function that has not run for six full collections: the first connection's path, warm
+ *   from start-up, would be parsed and compiled again at the first client's commands after
+ *   a load's collections. The store's bytecode is a few MB and stays in use.
+ */
+export const STORE_V8_DEFAULTS: readonly string[] = [
+  `--heap-growing-percent=${HEAP_GROWING_PERCENT}`,
+  '--external-memory-accounted-in-global-limit',
+  '--no-memory-reducer',
+  '--no-flush-bytecode',
+];
+
+/** Sets the store's V8 defaults (STORE_V8_DEFAULTS) this process's command line does not give; returns those it set, for the ready line. */
+export function applyStoreV8Defaults(): string[] {
+  return STORE_V8_DEFAULTS.filter((flag) => defaultV8Flag(flag));
 }
