@@ -38,7 +38,7 @@ describe('idle malloc trim', () => {
     expect(calls).toHaveLength(TRIMS_PER_IDLE_SPELL + 1);
   });
 
-  it('gives back what the store holds itself on this thread before each trim, never while busy', () => {
+  it('gives back what the store holds itself on this thread before the first trim of an idle spell, never while busy', () => {
     vi.useFakeTimers();
     let activity = 0;
     const order: string[] = [];
@@ -54,6 +54,12 @@ describe('idle malloc trim', () => {
     expect(order).toEqual([]);
     vi.advanceTimersByTime(1000);
     expect(order).toEqual(['release', 'trim']);
+    vi.advanceTimersByTime(10_000);
+    expect(order).toEqual(['release', ...Array(TRIMS_PER_IDLE_SPELL).fill('trim')]);
+    // A new spell, a new release.
+    activity++;
+    vi.advanceTimersByTime(2000);
+    expect(order.slice(-2)).toEqual(['release', 'trim']);
     idle.close();
   });
 

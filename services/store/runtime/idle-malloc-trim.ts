@@ -13,9 +13,10 @@
 // first; malloc_trim reports memory given back after nearly every call, so that cannot say
 // when to stop), then none until activity rearms it.
 //
-// Before each trim, on the serving thread, the store gives back what it holds itself for
-// churn to come (`releaseFirst`: the record arena's spare pages, up to a page and a half
-// per size class, ~14 MiB at a 64 MiB cap once every key is deleted).
+// Before the first trim of an idle spell, on the serving thread, the store gives back what
+// it holds itself (`releaseFirst`): the record arena's spare pages (up to a page and a half
+// per size class, ~14 MiB at a 64 MiB cap once every key is deleted), and what waits for
+// the collector (idle-collection.ts).
 
 /** Trims per idle spell. */
 export const TRIMS_PER_IDLE_SPELL = 3;
@@ -27,7 +28,7 @@ export interface IdleMallocTrimOptions {
   readonly activity: () => number;
   /** How long the store must stand idle before a trim, in ms. */
   readonly periodMs: number;
-  /** Run on this thread before each trim: memory the store gives back itself. */
+  /** Run on this thread before the first trim of each idle spell: memory the store gives back itself. */
   readonly releaseFirst?: () => void;
 }
 
@@ -70,8 +71,8 @@ export class IdleMallocTrim {
     }
     if (this.#running || this.#spellTrims >= TRIMS_PER_IDLE_SPELL) return;
     this.#running = true;
+    if (this.#spellTrims === 0) this.#releaseFirst?.();
     this.#spellTrims++;
-    this.#releaseFirst?.();
     this.#trim((result) => {
       this.#running = false;
       this.trims++;
