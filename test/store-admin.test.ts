@@ -320,7 +320,7 @@ describe('main.ts', () => {
     }
     // The store's own V8 defaults, none given on its command line here (main.ts).
     expect(proc.logs.find((l) => l.msg === STORE_READY)!.v8FlagDefaults).toEqual([
-      '--heap-growing-percent=500',
+      '--heap-growing-percent=200',
       '--external-memory-accounted-in-global-limit',
       '--no-memory-reducer',
       '--no-flush-bytecode',

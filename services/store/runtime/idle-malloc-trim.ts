@@ -13,7 +13,8 @@
 // first; malloc_trim reports memory given back after nearly every call, so that cannot say
 // when to stop), then none until activity rearms it.
 //
-// Before the first trim of an idle spell, on the serving thread, the store gives back what
+// Before the first trim of an idle spell that follows activity (not the one after
+// start-up: nothing has been freed yet), on the serving thread, the store gives back what
 // it holds itself (`releaseFirst`): the record arena's spare pages (up to a page and a half
 // per size class, ~14 MiB at a 64 MiB cap once every key is deleted), and what waits for
 // the collector (idle-collection.ts).
@@ -28,7 +29,7 @@ export interface IdleMallocTrimOptions {
   readonly activity: () => number;
   /** How long the store must stand idle before a trim, in ms. */
   readonly periodMs: number;
-  /** Run on this thread before the first trim of each idle spell: memory the store gives back itself. */
+  /** Run on this thread before the first trim of each idle spell after activity: memory the store gives back itself. */
   readonly releaseFirst?: () => void;
 }
 
@@ -43,6 +44,8 @@ export class IdleMallocTrim {
   /** Trims made since the activity count last moved. */
   #spellTrims = 0;
   #running = false;
+  /** Whether the activity count has moved since start-up. */
+  #active = false;
   /** Trims made. */
   trims = 0;
   /** Of those, trims that gave memory back. */
@@ -67,11 +70,12 @@ export class IdleMallocTrim {
     if (now !== this.#seen) {
       this.#seen = now;
       this.#spellTrims = 0;
+      this.#active = true;
       return;
     }
     if (this.#running || this.#spellTrims >= TRIMS_PER_IDLE_SPELL) return;
     this.#running = true;
-    if (this.#spellTrims === 0) this.#releaseFirst?.();
+    if (this.#spellTrims === 0 && this.#active) this.#releaseFirst?.();
     this.#spellTrims++;
     this.#trim((result) => {
       this.#running = false;

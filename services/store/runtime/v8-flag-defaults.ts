@@ -26,11 +26,16 @@ export function defaultV8Flag(flag: string): boolean {
  * JavaScript heap has grown to this many percent more than it held after the last. The
  * store's heap is small (~12 MB; its data is off the heap), and with V8's default factor
  * the limit stays closer than the young generation's size, so V8 starts a full collection
- * every few hundred milliseconds under load whatever is allocated. At 500 the heap holds at
- * most ~72 MB between collections, and fills it only as slowly as the store promotes
- * garbage (~3 MB per 8,000,000 SETs) (docs/benchmarks.md#pauses-during-growth).
+ * every few hundred milliseconds under load whatever is allocated. At 200 the heap holds at
+ * most ~36 MB between collections, which a load fills only as slowly as the store promotes
+ * garbage (~3 MB per 8,000,000 SETs): none comes under a steady load. What fills it is a
+ * churn of short connections (~1 KB of each outlives the young generation): at 500 the
+ * heap grew to ~90 MB between collections and V8 kept the freed pages, +115–125 MiB of RSS
+ * over 100,000 connections, against +51–52 MiB at 200. With the engine's memory in the same
+ * limit (below) an 8,000,000-key load starts four full collections at 200, three at 500
+ * (docs/benchmarks.md#connection-churn).
  */
-export const HEAP_GROWING_PERCENT = 500;
+export const HEAP_GROWING_PERCENT = 200;
 
 /**
  * The store's defaults, in the order they are set:
