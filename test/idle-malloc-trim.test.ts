@@ -38,7 +38,7 @@ describe('idle malloc trim', () => {
     expect(calls).toHaveLength(TRIMS_PER_IDLE_SPELL + 1);
   });
 
-  it('gives back what the store holds itself on this thread before the first trim of an idle spell after activity, never while busy', () => {
+  it('gives back what the store holds itself on this thread before each trim of an idle spell after activity, never while busy', () => {
     vi.useFakeTimers();
     let activity = 0;
     const order: string[] = [];
@@ -46,7 +46,7 @@ describe('idle malloc trim', () => {
       trim: (done) => (order.push('trim'), done(1)),
       activity: () => activity,
       periodMs: 1000,
-      releaseFirst: () => void order.push('release'),
+      release: (trimOfSpell) => void order.push(`release ${trimOfSpell}`),
     });
     idle.start();
     // Idle from start-up: malloc's trim (the compiler's work), no release.
@@ -57,13 +57,13 @@ describe('idle malloc trim', () => {
     vi.advanceTimersByTime(1000);
     expect(order).toEqual([]);
     vi.advanceTimersByTime(1000);
-    expect(order).toEqual(['release', 'trim']);
+    expect(order).toEqual(['release 0', 'trim']);
     vi.advanceTimersByTime(10_000);
-    expect(order).toEqual(['release', ...Array(TRIMS_PER_IDLE_SPELL).fill('trim')]);
-    // A new spell, a new release.
+    expect(order).toEqual(Array.from({ length: TRIMS_PER_IDLE_SPELL }, (_, i) => [`release ${i}`, 'trim']).flat());
+    // A new spell starts again from the first.
     activity++;
     vi.advanceTimersByTime(2000);
-    expect(order.slice(-2)).toEqual(['release', 'trim']);
+    expect(order.slice(-2)).toEqual(['release 0', 'trim']);
     idle.close();
   });
 

@@ -13,11 +13,12 @@
 // first; malloc_trim reports memory given back after nearly every call, so that cannot say
 // when to stop), then none until activity rearms it.
 //
-// Before the first trim of an idle spell that follows activity (not the one after
-// start-up: nothing has been freed yet), on the serving thread, the store gives back what
-// it holds itself (`releaseFirst`): the record arena's spare pages (up to a page and a half
-// per size class, ~14 MiB at a 64 MiB cap once every key is deleted), and what waits for
-// the collector (idle-collection.ts).
+// Before each trim of an idle spell that follows activity (not the one after start-up:
+// nothing has been freed yet), on the serving thread, the store gives back what it holds
+// itself (`release`, told which trim of the spell comes next): the record arena's spare
+// pages (up to a page and a half per size class, ~14 MiB at a 64 MiB cap once every key is
+// deleted), and what waits for the collector (idle-collection.ts), a pass before each of
+// the first two trims.
 
 /** Trims per idle spell. */
 export const TRIMS_PER_IDLE_SPELL = 3;
@@ -29,15 +30,15 @@ export interface IdleMallocTrimOptions {
   readonly activity: () => number;
   /** How long the store must stand idle before a trim, in ms. */
   readonly periodMs: number;
-  /** Run on this thread before the first trim of each idle spell after activity: memory the store gives back itself. */
-  readonly releaseFirst?: () => void;
+  /** Run on this thread before each trim of an idle spell after activity, with the trim's index in the spell (0 first): memory the store gives back itself. */
+  readonly release?: (trimOfSpell: number) => void;
 }
 
 export class IdleMallocTrim {
   readonly #trim: (done: (result: number) => void) => void;
   readonly #activity: () => number;
   readonly #periodMs: number;
-  readonly #releaseFirst: (() => void) | undefined;
+  readonly #release: ((trimOfSpell: number) => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** The activity count at the last tick. */
   #seen: number;
@@ -51,9 +52,9 @@ export class IdleMallocTrim {
   /** Of those, trims that gave memory back. */
   released = 0;
 
-  constructor({ trim, activity, periodMs, releaseFirst }: IdleMallocTrimOptions) {
+  constructor({ trim, activity, periodMs, release }: IdleMallocTrimOptions) {
     this.#trim = trim;
-    this.#releaseFirst = releaseFirst;
+    this.#release = release;
     this.#activity = activity;
     this.#periodMs = periodMs;
     this.#seen = activity();
@@ -75,7 +76,7 @@ export class IdleMallocTrim {
     }
     if (this.#running || this.#spellTrims >= TRIMS_PER_IDLE_SPELL) return;
     this.#running = true;
-    if (this.#spellTrims === 0 && this.#active) this.#releaseFirst?.();
+    if (this.#active) this.#release?.(this.#spellTrims);
     this.#spellTrims++;
     this.#trim((result) => {
       this.#running = false;
