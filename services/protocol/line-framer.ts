@@ -1,4 +1,5 @@
 import { viewOf } from '../shared/byte-views.ts';
+import { freeNow } from '../shared/free-now.ts';
 
 /**
  * Splits a byte stream into LF-terminated lines without ever seeing a socket.
@@ -72,7 +73,7 @@ export class LineEnds {
 
 /**
  * Where a framer's copies of input come from, and go back to once framed: the held rest of
- * a read (ownHeldInput), the pieces of a line that spans reads, and that line put together.
+ * a read (ownHeldInput), and a line that spans reads once put together.
  */
 export interface HeldCopies {
   /** A buffer of at least `bytes` bytes. */
@@ -99,9 +100,12 @@ export class LineFramer {
   #end = 0;
   /** Chunks appended while #chunk was still held, in order (rare: reading pauses then). */
   #queued: Buffer[] = [];
-  /** Pieces of a line whose LF has not arrived: copies from #copies, each holding its bytes at [0, #pendingLengths[i]). */
+  /**
+   * Pieces of a line whose LF has not arrived: exact copies with memory of their own, freed
+   * once the line is put together. Not from #copies: a pooled copy is a whole read's size,
+   * and thousands of connections each holding a few bytes of a line would hold that much each.
+   */
   readonly #pending: Buffer[] = [];
-  readonly #pendingLengths: number[] = [];
   #pendingBytes = 0;
   #overflowed = false;
   #stopped = false;
@@ -294,31 +298,26 @@ export class LineFramer {
     const rest = end - from;
     if (this.#pendingBytes + rest > this.maxLineBytes) return this.#overflow();
     // Copy the tail so a partial line never pins the whole socket chunk.
-    const piece = this.#copies.take(rest);
+    const piece = Buffer.allocUnsafeSlow(rest);
     chunk.copy(piece, 0, from, end);
     this.#pending.push(piece);
-    this.#pendingLengths.push(rest);
     this.#pendingBytes += rest;
   }
 
-  /** The held pieces and chunk[from, to), as one line (a copy from #copies, the line at its start); the pieces go back. */
+  /** The held pieces and chunk[from, to), as one line (a copy from #copies, the line at its start); the pieces are freed. */
   #joinPending(chunk: Buffer, from: number, to: number): Buffer {
     const line = this.#copies.take(this.#pendingBytes + to - from);
     let at = 0;
-    for (let i = 0; i < this.#pending.length; i++) {
-      const piece = this.#pending[i]!;
-      at += piece.copy(line, at, 0, this.#pendingLengths[i]!);
-    }
+    for (let i = 0; i < this.#pending.length; i++) at += this.#pending[i]!.copy(line, at);
     chunk.copy(line, at, from, to);
     this.#dropPending();
     return line;
   }
 
-  /** Gives the pieces of an incomplete line back. */
+  /** Frees the pieces of an incomplete line (they are the framer's alone). */
   #dropPending(): void {
-    for (const piece of this.#pending) this.#copies.give(piece);
+    for (const piece of this.#pending) freeNow(piece);
     this.#pending.length = 0;
-    this.#pendingLengths.length = 0;
     this.#pendingBytes = 0;
   }
 

@@ -12,9 +12,8 @@ const MAX_FREE = 32;
  * wait was an allocation at glibc's mmap threshold (malloc-tuning.ts): a mapping, its page
  * faults and, once collected, an unmapping with its TLB shootdown, for every read that
  * waited in line, which under 16 pipelining loaders made the load ~18% slower. The copies
- * also hold the pieces of a line that spans reads, and the line once put together (a SET
- * of a large value): one larger than a copy is freed as soon as it has run
- * (free-now.ts), not left for a collection.
+ * also hold a line that spans reads once put together (a SET of a large value): one larger
+ * than a copy is freed as soon as it has run (free-now.ts), not left for a collection.
  */
 export class HeldInputPool implements HeldCopies {
   readonly #free: Buffer[] = [];
