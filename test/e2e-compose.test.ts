@@ -8,7 +8,7 @@ import { DockerComposeEnvironment, Wait, type StartedDockerComposeEnvironment } 
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { probeUsage } from '../services/client/probe-usage.ts';
 import { composeFiles, describeDocker, docker, publishedPort } from './helpers/docker-available.ts';
-import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
+import { defineStackChecks, loopbackStack } from './helpers/e2e-checks.ts';
 import { prometheusApi } from './helpers/prometheus-api.ts';
 import { waitUntil } from './helpers/wait-until.ts';
 
@@ -59,16 +59,7 @@ await describeDocker(
         deadlineMs: 60_000,
       });
 
-    const stack: Stack = {
-      get backendUrl() {
-        return `http://127.0.0.1:${ports.backend}`;
-      },
-      get store() {
-        return { host: '127.0.0.1', port: ports.store };
-      },
-      get prometheus() {
-        return prometheusApi(`http://127.0.0.1:${ports.prometheus}`);
-      },
+    const stack = loopbackStack(() => ports, () => prometheusApi(`http://127.0.0.1:${ports.prometheus}`), {
       stopStore: async () => {
         await docker('stop', '--time', '10', containerId('store'));
       },
@@ -85,7 +76,7 @@ await describeDocker(
         await backendReady();
       },
       backendIdentity: () => docker('inspect', '--format', '{{.State.StartedAt}}', containerId('backend')),
-    };
+    });
     defineStackChecks(() => stack);
 
     it('bounds the kernel send buffer of the store\'s connections (tcp_wmem in its network namespace)', async () => {

@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { probeUsage } from '../services/client/probe-usage.ts';
 import { BACKEND_ADMIN_PORT, BACKEND_HTTP_PORT, KvstackBackendContainer, KvstackContainer, STORE_ADMIN_PORT, STORE_PORT, type StartedKvstackBackendContainer, type StartedKvstackContainer } from '../services/testcontainers/index.ts';
 import { describeDocker, docker } from './helpers/docker-available.ts';
-import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
+import { defineStackChecks, loopbackStack } from './helpers/e2e-checks.ts';
 import { buildKvstackImages } from './helpers/kvstack-images.ts';
 import { prometheusAvailable, startPrometheus, type PrometheusProcess } from './helpers/prometheus-process.ts';
 import { freePort } from './helpers/service-process.ts';
@@ -78,16 +78,7 @@ const checks = (): void => {
     await docker('volume', 'rm', '-f', volume).catch(() => undefined);
   }, 120_000);
 
-  const stack: Stack = {
-    get backendUrl() {
-      return `http://127.0.0.1:${ports.http}`;
-    },
-    get store() {
-      return { host: '127.0.0.1', port: ports.store };
-    },
-    get prometheus() {
-      return prom!;
-    },
+  const stack = loopbackStack(() => ({ backend: ports.http, store: ports.store }), () => prom!, {
     stopStore: async () => {
       await docker('stop', '--time', '10', store!.getId());
     },
@@ -99,7 +90,7 @@ const checks = (): void => {
     // again (the backend's /readyz), the same host ports.
     restartBackend: () => backend!.restart({ timeout: 10_000 }),
     backendIdentity: () => docker('inspect', '--format', '{{.State.StartedAt}}', backend!.getId()),
-  };
+  });
   defineStackChecks(() => stack);
 };
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { defineStackChecks, type Stack } from './helpers/e2e-checks.ts';
+import { defineStackChecks, loopbackStack } from './helpers/e2e-checks.ts';
 import { prometheusAvailable, startPrometheus, type PrometheusProcess } from './helpers/prometheus-process.ts';
 import { backendScript, freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { BACKEND_READY, STORE_READY } from '../services/shared/ready-line.ts';
@@ -61,16 +61,7 @@ describe.skipIf(!available && !required)('end to end with local processes and a 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const stack: Stack = {
-    get backendUrl() {
-      return `http://127.0.0.1:${ports.http}`;
-    },
-    get store() {
-      return { host: '127.0.0.1', port: ports.store };
-    },
-    get prometheus() {
-      return prom!;
-    },
+  const stack = loopbackStack(() => ({ backend: ports.http, store: ports.store }), () => prom!, {
     stopStore: () => stopped(store),
     startStore,
     restartBackend: async () => {
@@ -78,6 +69,6 @@ describe.skipIf(!available && !required)('end to end with local processes and a 
       await startBackend();
     },
     backendIdentity: async () => String(backend!.pid),
-  };
+  });
   defineStackChecks(() => stack);
 });

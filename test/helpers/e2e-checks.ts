@@ -15,6 +15,28 @@ export interface Stack {
   backendIdentity(): Promise<string>;
 }
 
+/** What a suite does to its stack's services: the part of a Stack that differs by how it was started. */
+export type StackControl = Pick<Stack, 'stopStore' | 'startStore' | 'restartBackend' | 'backendIdentity'>;
+
+/**
+ * A Stack whose backend and store answer on loopback, at the host ports `ports()` gives
+ * each time it is asked (a container's may change when it restarts).
+ */
+export function loopbackStack(ports: () => { readonly backend: number; readonly store: number }, prometheus: () => PrometheusApi, control: StackControl): Stack {
+  return {
+    get backendUrl() {
+      return `http://127.0.0.1:${ports().backend}`;
+    },
+    get store() {
+      return { host: '127.0.0.1', port: ports().store };
+    },
+    get prometheus() {
+      return prometheus();
+    },
+    ...control,
+  };
+}
+
 /**
  * The end-to-end checks of the stack, shared by the process suite and the container
  * suites (compose, and the Testcontainers module) so all prove the same things. Registers its tests in the calling describe;
