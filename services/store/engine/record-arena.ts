@@ -396,12 +396,7 @@ export class RecordArena {
       c.owners[i] = moved;
     }
     c.count = last;
-    if (c.size > 0 && c.lastPageSpare) {
-      freeNow(c.pages.pop()!);
-      c.words.pop();
-      c.views.pop();
-      this.#pageBytes -= c.pageBytes;
-    }
+    if (c.size > 0 && c.lastPageSpare) this.#freeLastPage(c);
     if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
       const n = c.ownerCap >> 1;
       c.ownerRegion.resize(n * 4);
@@ -423,14 +418,19 @@ export class RecordArena {
       if (c.size === 0) continue;
       const needed = Math.ceil(c.count / c.perPage);
       while (c.pages.length > needed) {
-        freeNow(c.pages.pop()!);
-        c.words.pop();
-        c.views.pop();
-        this.#pageBytes -= c.pageBytes;
+        this.#freeLastPage(c);
         freed += c.pageBytes;
       }
     }
     return freed;
+  }
+
+  /** Frees the last page of class `c` (of a size class, not of large records), which holds no record. */
+  #freeLastPage(c: SizeClass): void {
+    freeNow(c.pages.pop()!);
+    c.words.pop();
+    c.views.pop();
+    this.#pageBytes -= c.pageBytes;
   }
 
   /** Checks every class's pages and owners against `ownerOk(owner, cls, chunk)`; throws on the first violation. */
