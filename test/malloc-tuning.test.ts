@@ -7,6 +7,7 @@ import {
   appliedMallocThreshold,
   ensureMallocMmapThreshold,
   mallocMmapThreshold,
+  mapsShowGlibc,
   MMAP_THRESHOLD_BYTES,
   tunablesWithThreshold,
 } from '../services/store/runtime/malloc-tuning.ts';
@@ -14,6 +15,15 @@ import {
 const onGlibc = process.platform === 'linux' && typeof (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime === 'string';
 
 describe('GLIBC_TUNABLES for the store', () => {
+  it("tells glibc from its mappings as the diagnostic report's glibc version does", () => {
+    const maps = process.platform === 'linux' ? readFileSync('/proc/self/maps', 'latin1') : '';
+    expect(mapsShowGlibc(maps)).toBe(onGlibc);
+    expect(mapsShowGlibc('7f1c2a000000-7f1c2a028000 r--p 00000000 fe:00 339380    /usr/lib/x86_64-linux-gnu/libc.so.6\n')).toBe(true);
+    expect(mapsShowGlibc('7f1c2a000000-7f1c2a028000 r--p 00000000 fe:00 1234      /lib/ld-musl-x86_64.so.1\n')).toBe(false);
+    expect(mapsShowGlibc('7f1c2a000000-7f1c2a028000 r--p 00000000 fe:00 1234      /opt/libc.so.6.bak\n')).toBe(false);
+    expect(mapsShowGlibc('')).toBe(false);
+  });
+
   it('adds the mmap threshold to what the environment holds, and keeps one it sets', () => {
     const ours = `glibc.malloc.mmap_threshold=${MMAP_THRESHOLD_BYTES}`;
     expect(tunablesWithThreshold(undefined)).toBe(ours);

@@ -1,6 +1,6 @@
 import { fs } from '../shared/builtins.ts';
-import { tlsModule } from '../shared/builtins.ts';
-import { X509Certificate } from 'node:crypto';
+import { cryptoModule, tlsModule } from '../shared/builtins.ts';
+import type { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../shared/config-error.ts';
 import { Secret } from '../shared/secret.ts';
 
@@ -57,7 +57,7 @@ function readPem(file: PemFile): string {
 function certificateOf(file: PemFile, pem: string): X509Certificate {
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw invalid(file, 'no PEM certificate in it (-----BEGIN CERTIFICATE-----)');
   try {
-    return new X509Certificate(pem);
+    return new (cryptoModule().X509Certificate)(pem);
   } catch {
     throw invalid(file, 'its first PEM certificate does not parse');
   }

@@ -1,5 +1,4 @@
-import { hash } from 'node:crypto';
-import { fs } from '../shared/builtins.ts';
+import { cryptoModule, fs } from '../shared/builtins.ts';
 import { ConfigError } from '../shared/config-error.ts';
 
 // BACKEND_TOKENS_FILE (SPEC §8): one `<scope> <token>` per line. A message about the
@@ -26,7 +25,7 @@ export const MIN_TOKEN_LENGTH = 16;
  * here): it runs on every request (docs/benchmarks.md#bearer-tokens-and-https).
  */
 export function tokenDigest(token: string): string {
-  return hash('sha256', token, 'hex');
+  return cryptoModule().hash('sha256', token, 'hex');
 }
 
 /** Parses the text of a tokens file; throws a ConfigError naming `env`, the path and the line. */

@@ -6,8 +6,11 @@
 // (docs/benchmarks.md#start-up). process.getBuiltinModule gives the CommonJS object, whose
 // lazy exports stay unloaded until used. node:https and node:tls (OpenSSL's contexts, the
 // TLS socket wrap) load at their first use, so only a service with TLS set up pays for
-// them. The services import these from here; test/builtins.test.ts holds them to it.
-// Type-only imports from the modules are free.
+// them. So do node:crypto, node:zlib, node:fs/promises and node:worker_threads (~100 of
+// Node's modules, ~6.5 MiB of an idle store's RSS, docs/benchmarks.md#start-up): the store
+// and what it loads use them only with a password, TLS, a snapshot or no add-on. The
+// services import these from here; test/builtins.test.ts holds them to it. Type-only
+// imports from the modules are free.
 export const fs = process.getBuiltinModule('node:fs');
 export const http = process.getBuiltinModule('node:http');
 
@@ -15,3 +18,11 @@ export const http = process.getBuiltinModule('node:http');
 export const httpsModule = (): typeof import('node:https') => process.getBuiltinModule('node:https');
 /** node:tls, loaded at the first call (Node keeps it loaded from then on). */
 export const tlsModule = (): typeof import('node:tls') => process.getBuiltinModule('node:tls');
+/** node:crypto, loaded at the first call. */
+export const cryptoModule = (): typeof import('node:crypto') => process.getBuiltinModule('node:crypto');
+/** node:zlib, loaded at the first call. */
+export const zlibModule = (): typeof import('node:zlib') => process.getBuiltinModule('node:zlib');
+/** node:fs/promises, loaded at the first call. */
+export const fsPromises = (): typeof import('node:fs/promises') => process.getBuiltinModule('node:fs/promises');
+/** node:worker_threads, loaded at the first call. */
+export const workerThreadsModule = (): typeof import('node:worker_threads') => process.getBuiltinModule('node:worker_threads');

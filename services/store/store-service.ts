@@ -1,4 +1,4 @@
-import { http } from '../shared/builtins.ts';
+import { fsPromises, http } from '../shared/builtins.ts';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { probeUsage } from '../client/probe-usage.ts';
@@ -12,7 +12,6 @@ import { listen } from '../shared/listen.ts';
 import { warmUpCommandPath } from './runtime/code-warmup.ts';
 import type { Logger } from '../shared/logger.ts';
 import { createMetricsRegistry } from '../shared/metrics-registry.ts';
-import { rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { BackgroundWork } from './engine/background-work.ts';
 import { KvEngine } from './engine/kv-engine.ts';
@@ -279,7 +278,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   if (snapshots && loaded?.status === 'loaded' && config.snapshotIntervalS === 0) {
     // Serving makes the loaded file stale: a crash before the next clean stop must find
     // none (a cold cache), never data older than what clients were told (SPEC §7).
-    await rm(snapshots.path, { force: true });
+    await fsPromises().rm(snapshots.path, { force: true });
     logger.info({ path: snapshots.path }, 'snapshot consumed: the next one is written at shutdown');
   }
 

@@ -1,4 +1,4 @@
-import { randomInt } from 'node:crypto';
+import { randomSeed } from '../../shared/random-seed.ts';
 import { MAX_TTL_SECONDS } from '../../protocol/limits.ts';
 import { murmur3_32View } from '../../ring/murmur3.ts';
 import { viewOf } from '../../shared/byte-views.ts';
@@ -58,7 +58,7 @@ export class Keyspace implements StoreEngine {
   readonly footprintLimitBytes: number;
   readonly #noeviction: boolean;
   readonly #now: () => number;
-  readonly #seed = randomInt(2 ** 32) | 0;
+  readonly #seed = randomSeed();
   readonly #arena: RecordArena;
   readonly #expiry = new ExpiryIndex();
   readonly #table: BucketTable;

@@ -19,7 +19,8 @@
 // - THIS_THREAD_PAGES: the calling thread's malloc (tests, and stores with neither).
 
 import { performance } from 'node:perf_hooks';
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import type { MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { workerThreadsModule } from '../../shared/builtins.ts';
 
 export interface PageSource {
   /**
@@ -95,6 +96,7 @@ export interface ThreadPageSourceOptions {
 export class ThreadPageSource implements PageSource {
   readonly #worker: Worker;
   readonly #port: MessagePort;
+  readonly #receive: typeof receiveMessageOnPort;
   /** Answers the thread has posted (it counts them); the serving thread waits on it. */
   readonly #flag = new Int32Array(new SharedArrayBuffer(4));
   /** Answers taken off the port. */
@@ -116,9 +118,11 @@ export class ThreadPageSource implements PageSource {
   constructor({ onFallback = () => {}, roundTripLimitMs = ROUND_TRIP_LIMIT_MS }: ThreadPageSourceOptions = {}) {
     this.#onFallback = onFallback;
     this.#roundTripLimitMs = roundTripLimitMs;
-    const { port1, port2 } = new MessageChannel();
+    const threads = workerThreadsModule();
+    this.#receive = threads.receiveMessageOnPort;
+    const { port1, port2 } = new threads.MessageChannel();
     this.#port = port1;
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.#flag, name: PAGE_THREAD_NAME }, transferList: [port2] });
+    this.#worker = new threads.Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, flag: this.#flag, name: PAGE_THREAD_NAME }, transferList: [port2] });
     // It only answers, so once it runs it must not keep the process alive; until then it
     // does, or a process with nothing else to wait for would end before ready() resolved.
     // An error of its own only turns it off.
@@ -179,7 +183,7 @@ export class ThreadPageSource implements PageSource {
   /** Takes every answer posted so far, without waiting; true when one was a refusal of `waited`. */
   #collect(waited: number): boolean {
     let refused = false;
-    for (let reply = receiveMessageOnPort(this.#port); reply !== undefined; reply = receiveMessageOnPort(this.#port)) {
+    for (let reply = this.#receive(this.#port); reply !== undefined; reply = this.#receive(this.#port)) {
       this.#taken++;
       const { bytes, page } = reply.message as Answer;
       this.#asked.delete(bytes);

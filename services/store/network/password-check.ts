@@ -1,10 +1,10 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { cryptoModule } from '../../shared/builtins.ts';
 import type { Secret } from '../../shared/secret.ts';
 
 /** Failed AUTH attempts after which the store closes the connection (SPEC §8). */
 export const MAX_AUTH_FAILURES = 3;
 
-const digestOf = (bytes: Uint8Array): Buffer => createHash('sha256').update(bytes).digest();
+const digestOf = (bytes: Uint8Array): Buffer => cryptoModule().createHash('sha256').update(bytes).digest();
 
 const secretDigest = (secret: Secret): Buffer => digestOf(Buffer.from(secret.reveal(), 'utf8'));
 
@@ -38,6 +38,7 @@ export class PasswordCheck {
   matches(buf: Buffer, start: number, end: number): boolean {
     const attempt = digestOf(buf.subarray(start, end));
     let match = false;
+    const { timingSafeEqual } = cryptoModule();
     for (const digest of this.#digests) match = timingSafeEqual(attempt, digest) || match;
     return match;
   }
@@ -49,6 +50,7 @@ export class PasswordCheck {
    */
   replace(password: Secret, previous?: Secret): boolean {
     const digests = [password, ...(previous ? [previous] : [])].map(secretDigest);
+    const { timingSafeEqual } = cryptoModule();
     const changed = digests.length !== this.#digests.length || digests.some((d, i) => !timingSafeEqual(d, this.#digests[i]!));
     this.#digests = digests;
     return changed;

@@ -13,12 +13,12 @@
 // first; malloc_trim reports memory given back after nearly every call, so that cannot say
 // when to stop), then none until activity rearms it.
 //
-// Before each trim of an idle spell that follows activity (not the one after start-up:
-// nothing has been freed yet), on the serving thread, the store gives back what it holds
-// itself (`release`, told which trim of the spell comes next): the record arena's spare
-// pages (up to a page and a half per size class, ~14 MiB at a 64 MiB cap once every key is
-// deleted), and what waits for the collector (idle-collection.ts), a pass before each of
-// the first two trims.
+// Before each trim of an idle spell (the one after start-up too: loading the modules leaves
+// garbage and a grown young generation), on the serving thread, the store gives back what
+// it holds itself (`release`, told which trim of the spell comes next): the record arena's
+// spare pages (up to a page and a half per size class, ~14 MiB at a 64 MiB cap once every
+// key is deleted), and what waits for the collector (idle-collection.ts), before the first
+// trim.
 
 /** Trims per idle spell. */
 export const TRIMS_PER_IDLE_SPELL = 3;
@@ -30,7 +30,7 @@ export interface IdleMallocTrimOptions {
   readonly activity: () => number;
   /** How long the store must stand idle before a trim, in ms. */
   readonly periodMs: number;
-  /** Run on this thread before each trim of an idle spell after activity, with the trim's index in the spell (0 first): memory the store gives back itself. */
+  /** Run on this thread before each trim of an idle spell, with the trim's index in the spell (0 first): memory the store gives back itself. */
   readonly release?: (trimOfSpell: number) => void;
 }
 
@@ -46,7 +46,6 @@ export class IdleMallocTrim {
   #spellTrims = 0;
   #running = false;
   /** Whether the activity count has moved since start-up. */
-  #active = false;
   /** Trims made. */
   trims = 0;
   /** Of those, trims that gave memory back. */
@@ -71,12 +70,11 @@ export class IdleMallocTrim {
     if (now !== this.#seen) {
       this.#seen = now;
       this.#spellTrims = 0;
-      this.#active = true;
       return;
     }
     if (this.#running || this.#spellTrims >= TRIMS_PER_IDLE_SPELL) return;
     this.#running = true;
-    if (this.#active) this.#release?.(this.#spellTrims);
+    this.#release?.(this.#spellTrims);
     this.#spellTrims++;
     this.#trim((result) => {
       this.#running = false;

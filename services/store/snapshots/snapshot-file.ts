@@ -1,5 +1,5 @@
-import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { fsPromises } from '../../shared/builtins.ts';
 
 // Crash-safe snapshot files: a snapshot is written to `<path>.tmp` in the same directory,
 // fsynced, renamed over `<path>`, and the directory is fsynced, so a crash at any moment
@@ -24,9 +24,9 @@ export interface SnapshotFileSystem {
 }
 
 export const nodeFileSystem: SnapshotFileSystem = {
-  open: (path, flags) => fsp.open(path, flags),
-  rename: fsp.rename,
-  rm: fsp.rm,
+  open: (path, flags) => fsPromises().open(path, flags),
+  rename: (from, to) => fsPromises().rename(from, to),
+  rm: (path, options) => fsPromises().rm(path, options),
 };
 
 export const temporaryPathOf = (path: string): string => join(dirname(path), `.${basename(path)}.tmp`);

@@ -1,4 +1,4 @@
-import { crc32 } from 'node:zlib';
+import { zlibModule } from '../../shared/builtins.ts';
 import { MAX_KEY_BYTES } from '../../protocol/limits.ts';
 import { copyBytes } from '../engine/copy-bytes.ts';
 
@@ -109,6 +109,7 @@ export class SnapshotEncoder {
   #chunk: Buffer;
   #at = 0;
   #crc = 0;
+  readonly #crc32 = zlibModule().crc32;
   #records = 0;
   #bytes = 0;
   #finished = false;
@@ -164,7 +165,7 @@ export class SnapshotEncoder {
     c[this.#at] = END;
     c.writeBigUInt64LE(BigInt(this.#records), this.#at + 1);
     this.#at += 9;
-    this.#crc = crc32(c.subarray(0, this.#at), this.#crc);
+    this.#crc = this.#crc32(c.subarray(0, this.#at), this.#crc);
     c.writeUInt32LE(this.#crc, this.#at);
     this.#at += 4;
     this.#hand();
@@ -174,7 +175,7 @@ export class SnapshotEncoder {
   #room(n: number): Buffer {
     if (this.#at + n <= this.#chunk.length) return this.#chunk;
     if (this.#at > 0) {
-      this.#crc = crc32(this.#chunk.subarray(0, this.#at), this.#crc);
+      this.#crc = this.#crc32(this.#chunk.subarray(0, this.#at), this.#crc);
       this.#hand();
     }
     this.#chunk = n <= this.#pool.chunkBytes ? this.#pool.take() : Buffer.allocUnsafeSlow(n);
@@ -213,6 +214,7 @@ export class SnapshotDecoder {
   /** Pending bytes needed before parsing can move on. */
   #need = HEADER_BYTES;
   #crc = 0;
+  readonly #crc32 = zlibModule().crc32;
   #bytes = 0;
   #records = 0;
   #version = 0;
@@ -249,7 +251,7 @@ export class SnapshotDecoder {
   #parseAndKeep(buf: Buffer, owned: boolean): void {
     const used = this.#parse(buf);
     // After the trailer the checksum is final (#readTrailer folded this buffer up to it).
-    if (!this.#ended) this.#crc = crc32(buf.subarray(0, used), this.#crc);
+    if (!this.#ended) this.#crc = this.#crc32(buf.subarray(0, used), this.#crc);
     this.#bytes += used;
     if (used < buf.length) {
       const rest = buf.subarray(used);
@@ -330,7 +332,7 @@ export class SnapshotDecoder {
     const count = buf.readBigUInt64LE(at + 1);
     const stored = buf.readUInt32LE(at + 9);
     // Everything before the checksum: what was consumed earlier plus this buffer up to it.
-    const crc = crc32(buf.subarray(0, at + 9), this.#crc);
+    const crc = this.#crc32(buf.subarray(0, at + 9), this.#crc);
     if (crc !== stored) throw new SnapshotFormatError('checksum', 'checksum mismatch');
     if (count !== BigInt(this.#records)) throw new SnapshotFormatError('corrupt', `trailer counts ${count} records, the file holds ${this.#records}`);
     this.#crc = crc;
