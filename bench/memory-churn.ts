@@ -6,10 +6,12 @@
 //
 //   node bench/memory-churn.ts [--max-memory 67108864] [--max-value 65536] [--keys 20000]
 //        [--ops 200000] [--sizes uniform|log] [--connections 4] [--depth 8]
-//        [--sample-ms 500] [--settle-ms 5000] [--json]
+//        [--sample-ms 500] [--settle-ms 5000] [--idle-ms 3000] [--built] [--json]
 //
 // The store runs as a child process (ports chosen by the OS). Its memory is read from its
-// own /metrics: process_resident_memory_bytes (RSS), nodejs_heap_size_used_bytes,
+// own /metrics (the baseline once it has stood idle for --idle-ms, long enough for its
+// idle collection and malloc trims, so that it is the idle figure the start-up bench
+// reports; --built runs the compiled services, as the image does): process_resident_memory_bytes (RSS), nodejs_heap_size_used_bytes,
 // nodejs_external_memory_bytes (Buffers and other memory outside the V8 heap that
 // JavaScript objects hold), kvstore_usage_bytes and kvstore_memory_arena_bytes when the
 // store exports it. Phases: idle (the baseline), churn (--ops commands: 80% SET, 15% GET,
@@ -19,6 +21,8 @@
 import { randomInt } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildDist } from './harness/build-dist.ts';
 import { numberOption, parseOptions } from './harness/options.ts';
 import { scrape } from './harness/scrape.ts';
 import { startStore } from './harness/services.ts';
@@ -36,6 +40,10 @@ export interface ChurnOptions {
   readonly depth: number;
   readonly sampleMs: number;
   readonly settleMs: number;
+  /** How long the store stands idle before the baseline is taken, ms. */
+  readonly idleMs: number;
+  /** Run the compiled services (dist/, built first) instead of the TypeScript sources. */
+  readonly built: boolean;
   /** Extra environment for the store (e.g. an eviction policy). */
   readonly env?: Record<string, string>;
   readonly log?: (line: string) => void;
@@ -51,6 +59,8 @@ export const defaultChurnOptions: ChurnOptions = {
   depth: 8,
   sampleMs: 500,
   settleMs: 5000,
+  idleMs: 0,
+  built: false,
 };
 
 export interface ChurnSample {
@@ -143,7 +153,8 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
     return Buffer.concat([Buffer.from(`SET ${key(i)} `), pool.subarray(at, at + n), Buffer.from('\n')]);
   };
 
-  const store = await startStore({ env: { MAX_MEMORY_BYTES: String(o.maxMemoryBytes), MAX_VALUE_BYTES: String(o.maxValueBytes), ...o.env } });
+  if (o.built) buildDist(process.cwd());
+  const store = await startStore({ env: { MAX_MEMORY_BYTES: String(o.maxMemoryBytes), MAX_VALUE_BYTES: String(o.maxValueBytes), ...o.env }, built: o.built });
   const connections: ChurnConnection[] = [];
   const samples: ChurnSample[] = [];
   const started = performance.now();
@@ -167,6 +178,7 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
   };
   let sampler: NodeJS.Timeout | undefined;
   try {
+    if (o.idleMs > 0) await sleep(o.idleMs);
     const baseline = await sample();
     for (let c = 0; c < o.connections; c++) connections.push(await ChurnConnection.open(store.port));
     log(`store pid ${store.child.pid}: cap ${mib(o.maxMemoryBytes)}, values 1..${o.maxValueBytes} B (${o.sizes}), ${o.keys} keys, ${o.ops} commands`);
@@ -214,7 +226,7 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
 
     const peak = Math.max(...samples.map((s) => s.rssBytes));
     return {
-      options: { maxMemoryBytes: o.maxMemoryBytes, maxValueBytes: o.maxValueBytes, keys: o.keys, ops: o.ops, sizes: o.sizes, connections: o.connections, depth: o.depth, sampleMs: o.sampleMs, settleMs: o.settleMs },
+      options: { maxMemoryBytes: o.maxMemoryBytes, maxValueBytes: o.maxValueBytes, keys: o.keys, ops: o.ops, sizes: o.sizes, connections: o.connections, depth: o.depth, sampleMs: o.sampleMs, settleMs: o.settleMs, idleMs: o.idleMs, built: o.built },
       samples,
       baselineRssBytes: baseline.rssBytes,
       peakRssBytes: peak,
@@ -240,21 +252,22 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
 }
 
 const mib = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
+const signedMib = (bytes: number): string => `${bytes < 0 ? '−' : '+'} ${mib(Math.abs(bytes))}`;
 
 export function formatChurnReport(r: ChurnReport): string {
   const cap = r.options.maxMemoryBytes;
   return [
     `cap ${mib(cap)}; idle store ${mib(r.baselineRssBytes)}; ${r.opsPerSecond} commands/s, ${r.evictions} evictions, ${r.errors} error replies`,
-    `peak RSS ${mib(r.peakRssBytes)} = ${r.peakRssOverCap} × cap (1.5 × cap + ${mib(r.peakRssAboveOneAndHalfCapBytes)})`,
+    `peak RSS ${mib(r.peakRssBytes)} = ${r.peakRssOverCap} × cap (1.5 × cap + ${mib(r.peakRssAboveOneAndHalfCapBytes)}; 1.25 × cap + idle ${signedMib(r.peakRssBytes - 1.25 * cap - r.baselineRssBytes)})`,
     `RSS at the end of the churn ${mib(r.rssEndOfChurnBytes)}; after deleting every key ${mib(r.rssAfterDeleteBytes)}; ` +
-      `${r.options.settleMs / 1000} s later ${mib(r.rssAfterSettleBytes)} (${r.keysAfterDelete} keys, usage ${r.usageAfterDelete})`,
+      `${r.options.settleMs / 1000} s later ${mib(r.rssAfterSettleBytes)} (idle ${signedMib(r.rssAfterSettleBytes - r.baselineRssBytes)}; ${r.keysAfterDelete} keys, usage ${r.usageAfterDelete})`,
   ].join('\n');
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const a = parseOptions(
     'Usage: node bench/memory-churn.ts [--max-memory B] [--max-value B] [--keys N] [--ops N] [--sizes uniform|log] ' +
-      '[--connections N] [--depth N] [--sample-ms MS] [--settle-ms MS] [--policy lru|noeviction] [--json]',
+      '[--connections N] [--depth N] [--sample-ms MS] [--settle-ms MS] [--idle-ms MS] [--built] [--policy lru|noeviction] [--json]',
     {
       'max-memory': { type: 'string' },
       'max-value': { type: 'string' },
@@ -265,6 +278,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       depth: { type: 'string' },
       'sample-ms': { type: 'string' },
       'settle-ms': { type: 'string' },
+      'idle-ms': { type: 'string' },
+      built: { type: 'boolean', default: false },
       policy: { type: 'string' },
       json: { type: 'boolean', default: false },
     },
@@ -286,6 +301,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     depth: Math.max(1, int('depth', a.depth, d.depth)),
     sampleMs: Math.max(50, int('sample-ms', a['sample-ms'], d.sampleMs)),
     settleMs: int('settle-ms', a['settle-ms'], d.settleMs),
+    idleMs: int('idle-ms', a['idle-ms'], 3000),
+    built: a.built ?? false,
     env: a.policy === undefined ? {} : { EVICTION_POLICY: a.policy },
   });
   console.log(a.json ? JSON.stringify(report) : formatChurnReport(report));
