@@ -295,6 +295,21 @@ describe('memory metrics', () => {
     engine.verifyInvariants();
   });
 
+  it.skipIf(process.platform !== 'linux')('a request to the admin port starts a new idle spell: its collection and trims run again', async () => {
+    const addon = loadSocketIo();
+    expect('io' in addon && typeof addon.io.mallocTrim === 'function', 'the native add-on with mallocTrim (npm ci builds it)').toBe(true);
+    const store = await startTestStore({}, { idleTrimMs: 50 });
+    // Read from the registry in this process, which is no request to the admin port.
+    const trims = async (): Promise<number> => sampleValue(parseExposition(await store.service.registry.metrics()), 'kvstore_memory_malloc_trims_total')!;
+    // The spell after start-up takes its trims, then none come while nothing happens.
+    await vi.waitUntil(async () => (await trims()) >= 3, { timeout: 10_000, interval: 50 });
+    const spent = await trims();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await trims()).toBe(spent);
+    expect((await store.admin('/livez')).status).toBe(200);
+    await vi.waitUntil(async () => (await trims()) > spent, { timeout: 10_000, interval: 50 });
+  });
+
   it('exports the arena, the footprint and its limit, and footprint evictions', async () => {
     const store = await startTestStore({ maxMemoryBytes: 1_000_000 });
     const c = await store.client();

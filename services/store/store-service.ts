@@ -255,7 +255,14 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     closing
       ? Promise.reject(new Error('shutting down'))
       : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket, password: config.password, tls: probeTls });
-  const admin = http.createServer(createAdminApp({ registry, probe }));
+  const adminApp = createAdminApp({ registry, probe });
+  // Requests to the admin port count as activity for the idle trim (a scrape compiles
+  // code and grows the young generation again: ~8 MiB the next idle second gives back).
+  let adminRequests = 0;
+  const admin = http.createServer((req, res) => {
+    adminRequests++;
+    adminApp(req, res);
+  });
 
   let metricsPort: number;
   const hostSetting = { hostEnv: storeSettings.host.env, host: config.host };
@@ -307,7 +314,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       ? undefined
       : new IdleMallocTrim({
           trim: mallocTrim,
-          activity: () => metrics.receivedBytes + metrics.connectionsTotal,
+          activity: () => metrics.receivedBytes + metrics.connectionsTotal + adminRequests,
           periodMs: deps.idleTrimMs ?? IDLE_TRIM_MS,
           release: (trimOfSpell) => {
             if (trimOfSpell === 0) engine.releaseSparePages();

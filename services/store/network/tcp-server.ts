@@ -154,7 +154,8 @@ export class StoreServer {
       this.#connections.delete(connection);
       if (this.#connections.size === 0) this.#onAllClosed?.();
     });
-    logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
+    // Asked first: the peer's address is a system call and an object per connection, for a line rarely logged.
+    if (logger.isLevelEnabled('debug')) logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
   }
 
   /**

@@ -26,7 +26,7 @@ export const TRIMS_PER_IDLE_SPELL = 3;
 export interface IdleMallocTrimOptions {
   /** Trims malloc's heaps off this thread, then calls done (1: memory went back, 0: none, -1: no glibc). */
   readonly trim: (done: (result: number) => void) => void;
-  /** A count that moves whenever the store does anything (bytes received, connections): idle when it stands still. */
+  /** A count that moves whenever the store does anything (bytes received, connections, requests to its admin port): idle when it stands still. */
   readonly activity: () => number;
   /** How long the store must stand idle before a trim, in ms. */
   readonly periodMs: number;
