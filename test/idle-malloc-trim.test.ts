@@ -2,7 +2,7 @@
 // never while the store is busy, a few trims per idle spell, rearmed by activity; and the
 // add-on's mallocTrim, which runs off the serving thread and calls back.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { IdleMallocTrim, TRIMS_PER_IDLE_SPELL } from '../services/store/runtime/idle-malloc-trim.ts';
+import { IdleMallocTrim, NUDGE_REARM_PERIODS, TRIMS_PER_IDLE_SPELL } from '../services/store/runtime/idle-malloc-trim.ts';
 import { loadSocketIo } from '../services/store/network/native-io.ts';
 
 afterEach(() => {
@@ -66,6 +66,42 @@ describe('idle malloc trim', () => {
     activity++;
     vi.advanceTimersByTime(2000);
     expect(order.slice(-2)).toEqual(['release 0', 'trim']);
+    idle.close();
+  });
+
+  it('a nudge (a request to the admin port) neither keeps the store from being idle nor starts a spell sooner than NUDGE_REARM_PERIODS after the last', () => {
+    vi.useFakeTimers();
+    let nudges = 0;
+    const order: string[] = [];
+    const idle = new IdleMallocTrim({
+      trim: (done) => (order.push('trim'), done(1)),
+      activity: () => 0,
+      nudges: () => nudges,
+      periodMs: 1000,
+      release: (trimOfSpell) => void order.push(`release ${trimOfSpell}`),
+    });
+    idle.start();
+    // Nudged at every tick, as a scraper asking every second: the spell after start-up runs all the same.
+    for (let t = 0; t < TRIMS_PER_IDLE_SPELL; t++) {
+      nudges++;
+      vi.advanceTimersByTime(1000);
+    }
+    expect(order.filter((o) => o === 'trim')).toHaveLength(TRIMS_PER_IDLE_SPELL);
+    order.length = 0;
+    // More nudges: nothing until NUDGE_REARM_PERIODS have passed since the spell's last trim, then a new spell.
+    for (let t = 1; t < NUDGE_REARM_PERIODS; t++) {
+      nudges++;
+      vi.advanceTimersByTime(1000);
+    }
+    expect(order).toEqual([]);
+    vi.advanceTimersByTime(1000);
+    expect(order).toEqual(['release 0', 'trim']);
+    vi.advanceTimersByTime(10_000);
+    expect(order.filter((o) => o === 'trim')).toHaveLength(TRIMS_PER_IDLE_SPELL);
+    // Without a nudge, no new spell however long it stays idle.
+    order.length = 0;
+    vi.advanceTimersByTime(60_000);
+    expect(order).toEqual([]);
     idle.close();
   });
 

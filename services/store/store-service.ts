@@ -256,8 +256,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       ? Promise.reject(new Error('shutting down'))
       : probeUsage({ host: probeHost, port, timeoutMs: PROBE_TIMEOUT_MS, onSocket: trackProbeSocket, password: config.password, tls: probeTls });
   const adminApp = createAdminApp({ registry, probe });
-  // Requests to the admin port count as activity for the idle trim (a scrape compiles
-  // code and grows the young generation again: ~8 MiB the next idle second gives back).
+  // Requests to the admin port nudge the idle trim (a scrape compiles code and grows the
+  // young generation again) without keeping the store from counting as idle.
   let adminRequests = 0;
   const admin = http.createServer((req, res) => {
     adminRequests++;
@@ -314,7 +314,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       ? undefined
       : new IdleMallocTrim({
           trim: mallocTrim,
-          activity: () => metrics.receivedBytes + metrics.connectionsTotal + adminRequests,
+          activity: () => metrics.receivedBytes + metrics.connectionsTotal,
+          nudges: () => adminRequests,
           periodMs: deps.idleTrimMs ?? IDLE_TRIM_MS,
           release: (trimOfSpell) => {
             if (trimOfSpell === 0) engine.releaseSparePages();

@@ -22,12 +22,21 @@
 
 /** Trims per idle spell. */
 export const TRIMS_PER_IDLE_SPELL = 3;
+/**
+ * Periods after an idle spell's last trim before a nudge (a request to the admin port)
+ * starts another: a scrape compiles code and grows the young generation again (~5-8 MiB
+ * on an idle store), but a scraper that asks every second must not set off a collection
+ * every few seconds. Prometheus's usual 15-60 s interval gets one after every scrape.
+ */
+export const NUDGE_REARM_PERIODS = 10;
 
 export interface IdleMallocTrimOptions {
   /** Trims malloc's heaps off this thread, then calls done (1: memory went back, 0: none, -1: no glibc). */
   readonly trim: (done: (result: number) => void) => void;
-  /** A count that moves whenever the store does anything (bytes received, connections, requests to its admin port): idle when it stands still. */
+  /** A count that moves whenever the store serves (bytes received, connections): idle when it stands still. */
   readonly activity: () => number;
+  /** A count of things that leave the store idle but may have grown its memory (requests to its admin port): one starts a new spell once the last has been over for NUDGE_REARM_PERIODS. */
+  readonly nudges?: () => number;
   /** How long the store must stand idle before a trim, in ms. */
   readonly periodMs: number;
   /** Run on this thread before each trim of an idle spell, with the trim's index in the spell (0 first): memory the store gives back itself. */
@@ -39,21 +48,27 @@ export class IdleMallocTrim {
   readonly #activity: () => number;
   readonly #periodMs: number;
   readonly #release: ((trimOfSpell: number) => void) | undefined;
+  readonly #nudges: (() => number) | undefined;
+  /** The nudge count when the last spell started. */
+  #nudgesSeen = 0;
+  /** Ticks since the last spell's last trim. */
+  #ticksSinceSpell = 0;
   #timer: NodeJS.Timeout | undefined;
   /** The activity count at the last tick. */
   #seen: number;
   /** Trims made since the activity count last moved. */
   #spellTrims = 0;
   #running = false;
-  /** Whether the activity count has moved since start-up. */
   /** Trims made. */
   trims = 0;
   /** Of those, trims that gave memory back. */
   released = 0;
 
-  constructor({ trim, activity, periodMs, release }: IdleMallocTrimOptions) {
+  constructor({ trim, activity, nudges, periodMs, release }: IdleMallocTrimOptions) {
     this.#trim = trim;
     this.#release = release;
+    this.#nudges = nudges;
+    this.#nudgesSeen = nudges?.() ?? 0;
     this.#activity = activity;
     this.#periodMs = periodMs;
     this.#seen = activity();
@@ -70,9 +85,17 @@ export class IdleMallocTrim {
     if (now !== this.#seen) {
       this.#seen = now;
       this.#spellTrims = 0;
+      this.#nudgesSeen = this.#nudges?.() ?? 0;
       return;
     }
-    if (this.#running || this.#spellTrims >= TRIMS_PER_IDLE_SPELL) return;
+    if (this.#spellTrims >= TRIMS_PER_IDLE_SPELL) {
+      const nudges = this.#nudges?.() ?? 0;
+      if (++this.#ticksSinceSpell < NUDGE_REARM_PERIODS || nudges === this.#nudgesSeen) return;
+      this.#nudgesSeen = nudges;
+      this.#spellTrims = 0;
+    }
+    if (this.#running) return;
+    this.#ticksSinceSpell = 0;
     this.#running = true;
     this.#release?.(this.#spellTrims);
     this.#spellTrims++;
