@@ -6,6 +6,9 @@ import { loadSocketIo } from '../services/store/network/native-io.ts';
 import {
   appliedMallocThreshold,
   ensureMallocMmapThreshold,
+  IMAGE_TUNABLES,
+  limitMallocArenas,
+  MALLOC_ARENAS,
   mallocMmapThreshold,
   mapsShowGlibc,
   MMAP_THRESHOLD_BYTES,
@@ -49,10 +52,22 @@ describe('GLIBC_TUNABLES for the store', () => {
     expect(mallocMmapThreshold({})).toBeNull();
   });
 
-  it("the store's image sets the same threshold, so the store in a container starts without re-executing itself", () => {
+  it("the store's image sets the same threshold, so the store in a container starts without re-executing itself, and one arena", () => {
     const dockerfile = readFileSync(new URL('../deploy/Dockerfile', import.meta.url), 'utf8');
     const store = dockerfile.slice(dockerfile.indexOf('FROM runtime AS store'), dockerfile.indexOf('FROM runtime AS backend'));
-    expect(/^ENV GLIBC_TUNABLES=(\S+)$/m.exec(store)?.[1]).toBe(tunablesWithThreshold(undefined));
+    expect(/^ENV GLIBC_TUNABLES=(\S+)$/m.exec(store)?.[1]).toBe(IMAGE_TUNABLES);
+    expect(IMAGE_TUNABLES.startsWith(`${tunablesWithThreshold(undefined)}:`)).toBe(true);
+    expect(IMAGE_TUNABLES.endsWith(`glibc.malloc.arena_max=${MALLOC_ARENAS}`)).toBe(true);
+  });
+
+  it("limits malloc's arenas with mallopt when the environment sets no limit, and keeps an operator's", () => {
+    const calls: number[][] = [];
+    const mallopt = (param: number, value: number): number => (calls.push([param, value]), 1);
+    limitMallocArenas(mallopt, { GLIBC_TUNABLES: 'glibc.malloc.arena_max=4' });
+    expect(calls).toEqual([]);
+    limitMallocArenas(mallopt, { GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=65536' });
+    limitMallocArenas(mallopt, {});
+    expect(calls).toEqual(onGlibc ? [[-8, MALLOC_ARENAS], [-8, MALLOC_ARENAS]] : []); // M_ARENA_MAX
   });
 
   it('sets the threshold with mallopt when the environment lacks it, and asks nothing when it has it', () => {

@@ -26,6 +26,31 @@ const TUNABLE = 'glibc.malloc.mmap_threshold';
 /** glibc's malloc.h: mallopt's parameter for the mmap threshold. */
 const M_MMAP_THRESHOLD = -3;
 
+/**
+ * One malloc arena for every thread. By default glibc gives each thread that mallocs an
+ * arena of its own, and V8's worker threads (concurrent marking, sweeping, compiling) keep
+ * what they freed in theirs until the idle trim: under a churn of short connections one
+ * held ~25 MiB at the peak. With one arena the main thread reuses it: peaks of +55 to +77
+ * MiB over idle against +69 to +85 (docs/benchmarks.md#connection-churn), throughput at
+ * depth 1 and 16 the same within the runs' spread. glibc reads the tunable as the process
+ * starts (the image sets it); mallopt at start-up bounds only the arenas made after it, as
+ * V8's threads may have theirs already.
+ */
+const ARENA_TUNABLE = 'glibc.malloc.arena_max';
+export const MALLOC_ARENAS = 1;
+/** glibc's malloc.h: mallopt's parameter for the most arenas. */
+const M_ARENA_MAX = -8;
+
+/** The GLIBC_TUNABLES the store's image sets: the mmap threshold and one arena. */
+export const IMAGE_TUNABLES = `${TUNABLE}=${MMAP_THRESHOLD_BYTES}:${ARENA_TUNABLE}=${MALLOC_ARENAS}`;
+
+/** Limits malloc to MALLOC_ARENAS with mallopt, unless the environment's GLIBC_TUNABLES sets a limit (the operator's, kept). */
+export function limitMallocArenas(mallopt: Mallopt = addonMallopt(), env: NodeJS.ProcessEnv = process.env): void {
+  if (!onGlibc()) return;
+  if ((env.GLIBC_TUNABLES ?? '').split(':').some((t) => t.split('=')[0] === ARENA_TUNABLE)) return;
+  mallopt?.(M_ARENA_MAX, MALLOC_ARENAS);
+}
+
 /** How this process's threshold was set: by its environment (GLIBC_TUNABLES) or by mallopt at start-up. */
 export type MallocThresholdSource = 'environment' | 'mallopt';
 
