@@ -92,11 +92,14 @@ export class SocketFdCache {
   }
 }
 
-/** What the sockets of one poller share: the add-on, the poller, and whether it is closed. */
+/** What the sockets of one poller share: the add-on, the poller, whether it is closed, and its sockets by id. */
 interface PollerState {
   readonly io: SocketIo;
   readonly poller: PollerHandle;
   closed: boolean;
+  /** By id; ids are reused once their socket has closed. */
+  readonly watched: (WatchedSocket | undefined)[];
+  readonly freeIds: number[];
 }
 
 /**
@@ -149,11 +152,14 @@ class WatchedSocket implements ReadSwitch {
     p.io.unwatch(p.poller, this.#fd, this.#id);
   }
 
-  /** The socket closed: its descriptor leaves the poller for good. */
-  forget(): void {
+  /** The socket closed (its server calls this): its descriptor leaves the poller for good, and its id is free again. */
+  release(): void {
     const p = this.#poller;
+    if (p.watched[this.#id] !== this) return;
     if (!p.closed) p.io.forget(p.poller, this.#fd, this.#id);
     this.#on = false;
+    p.watched[this.#id] = undefined;
+    p.freeIds.push(this.#id);
   }
 }
 
@@ -171,35 +177,28 @@ const READ_BUFFER_BYTES = 64 * 1024;
 export class NativeClientReads {
   readonly #poller: PollerState;
   readonly #buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
-  /** By id; ids are reused once their socket has closed. */
-  readonly #watched: (WatchedSocket | undefined)[] = [];
-  readonly #freeIds: number[] = [];
 
   constructor(io: SocketIo) {
-    this.#poller = { io, poller: io.createPoller(this.#buffer, (id, n) => this.#onRead(id, n)), closed: false };
+    this.#poller = { io, poller: io.createPoller(this.#buffer, (id, n) => this.#onRead(id, n)), closed: false, watched: [], freeIds: [] };
   }
 
   /**
    * Reads `socket` into `receive` (bytes valid only during the call: the poller's buffer is
    * reused) from now on, reading on; undefined when the socket has no descriptor (already
-   * closed) or the kernel refused to watch it, when the caller keeps Node's reads.
+   * closed) or the kernel refused to watch it, when the caller keeps Node's reads. The
+   * caller calls the switch's release() when the socket closes.
    */
   adopt(socket: Socket, receive: ReadReceiver): ReadSwitch | undefined {
     const fd = socketFd(socket);
     const p = this.#poller;
     if (p.closed || fd < 0) return undefined;
-    const id = this.#freeIds.pop() ?? this.#watched.length;
+    const id = p.freeIds.pop() ?? p.watched.length;
     if (p.io.watch(p.poller, fd, id) !== 0) {
-      this.#freeIds.push(id);
+      p.freeIds.push(id);
       return undefined;
     }
     const watched = new WatchedSocket(p, socket, fd, id, receive);
-    this.#watched[id] = watched;
-    socket.once('close', () => {
-      watched.forget();
-      this.#watched[id] = undefined;
-      this.#freeIds.push(id);
-    });
+    p.watched[id] = watched;
     return watched;
   }
 
@@ -212,7 +211,7 @@ export class NativeClientReads {
   }
 
   #onRead(id: number, n: number): void {
-    const watched = this.#watched[id];
+    const watched = this.#poller.watched[id];
     if (watched === undefined || watched.socket.destroyed) return;
     if (n > 0) {
       watched.receive(this.#buffer, n);

@@ -11,6 +11,8 @@ export interface ReadSwitch {
   readonly paused: boolean;
   pause(): void;
   resume(): void;
+  /** The socket closed: whatever reads it lets go of it (the native poller its descriptor). */
+  release?(): void;
 }
 
 /** A socket read by Node: its stream's own pause and resume. */

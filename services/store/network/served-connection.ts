@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 // The module's binding, not the global: `globalThis.performance` is a getter that V8 looks
 // up on every call (1-2% of a command at pipeline depth 16).
 import { performance } from 'node:perf_hooks';
-import { LineFramer, type HeldCopies } from '../../protocol/line-framer.ts';
+import { LineFramer, type HeldCopies, type LineSink } from '../../protocol/line-framer.ts';
 import { LINE_TOO_LONG_REPLY } from '../../protocol/replies.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { AUTH_FAILED, AUTHENTICATED, CLOSE, GO_ON, type AfterLine, type CommandRunner } from './command-runner.ts';
@@ -129,7 +129,7 @@ export interface ConnectionReads {
  * output, and cannot keep the others waiting for more than one budget, nor can many such
  * clients together make a turn much longer than TURN_BUDGET_MS.
  */
-export class ServedConnection implements TurnWork {
+export class ServedConnection implements TurnWork, LineSink {
   readonly socket: Socket;
   turnQueues = 0;
   readonly #ctx: ConnectionContext;
@@ -149,22 +149,17 @@ export class ServedConnection implements TurnWork {
   /** Wrong passwords it sent; MAX_AUTH_FAILURES closes it. */
   #authFailures = 0;
 
-  readonly #reads: ConnectionReads;
+  /** How its input is read (the server releases the switch when the socket closes). */
+  readonly reads: ConnectionReads;
 
   constructor(socket: Socket, context: ConnectionContext, reads: ConnectionReads) {
     this.socket = socket;
-    this.#reads = reads;
+    this.reads = reads;
     this.#ctx = context;
     this.#authenticated = !context.runner.passwordRequired;
     this.#replies = new ReplyBuffer(context.replyPool);
-    this.#framer = new LineFramer(
-      context.maxLineBytes,
-      {
-        onLine: (buf, start, end) => this.#onLine(buf, start, end),
-        onOverflow: () => this.#onOverflow(),
-      },
-      context.heldCopies,
-    );
+    // The connection is its framer's sink: no closures of its own per connection.
+    this.#framer = new LineFramer(context.maxLineBytes, this, context.heldCopies);
     socket.on('drain', () => {
       this.#activeAt = performance.now();
       // Lines held back by the reply bound continue in line; with none, reading resumes.
@@ -178,7 +173,7 @@ export class ServedConnection implements TurnWork {
   /** Its flow control, but for the idle time-out, which is the server's (StoreServer.connectionFlows). */
   get flow(): Omit<ConnectionFlow, 'idleTimeoutMs'> {
     const s = this.socket;
-    const reads = this.#reads;
+    const reads = this.reads;
     return { bytesRead: this.#bytesRead, bytesWritten: this.#replies.handedBytes, writableLength: s.writableLength, paused: reads.switch.paused, sharedReads: reads.shared, nativeReads: reads.native };
   }
 
@@ -340,11 +335,11 @@ export class ServedConnection implements TurnWork {
   }
 
   /**
-   * Runs one line; false stops the framer when the replies reach the bound. An
+   * The framer's sink: runs one line; false stops the framer when the replies reach the bound. An
    * authenticated connection (every one, with no password set) pays one boolean test
    * for the password here.
    */
-  #onLine(buf: Buffer, start: number, end: number): boolean {
+  onLine(buf: Buffer, start: number, end: number): boolean {
     const runner = this.#ctx.runner;
     const after = this.#authenticated ? runner.run(buf, start, end, this.#replies) : runner.runBeforeAuth(buf, start, end, this.#replies);
     if (after !== GO_ON) return this.#afterLine(after);
@@ -367,7 +362,8 @@ export class ServedConnection implements TurnWork {
     return this.#hasRoom();
   }
 
-  #onOverflow(): void {
+  /** The framer's sink: a line longer than maxLineBytes. */
+  onOverflow(): void {
     const { logger, metrics, maxLineBytes } = this.#ctx;
     metrics.protocolErrors[LINE_TOO_LONG]!++;
     logger.warn({ remote: this.socket.remoteAddress, remotePort: this.socket.remotePort, maxLineBytes }, 'line too long: closing the connection');
@@ -389,7 +385,7 @@ export class ServedConnection implements TurnWork {
   /** Reads while the connection is open, holds no unframed input and has room for replies. */
   #steerReading(): void {
     if (this.#state !== OPEN) return;
-    const reading = this.#reads.switch;
+    const reading = this.reads.switch;
     const read = !this.#framer.hasUnframedInput && this.#hasRoom();
     if (read) {
       if (reading.paused) reading.resume();
@@ -402,7 +398,7 @@ export class ServedConnection implements TurnWork {
   #finish(): void {
     this.#state = ENDED;
     const socket = this.socket;
-    if (this.#reads.switch.paused) this.#reads.switch.resume();
+    if (this.reads.switch.paused) this.reads.switch.resume();
     // Once the last reply is handed to the kernel, the peer has LINGER_MS to close its side.
     socket.end(() => lingerThenDestroy(socket));
   }

@@ -73,9 +73,16 @@ export class StoreServer {
   readonly metrics: StoreMetrics;
   readonly server: Server;
   readonly #context: ConnectionContext;
-  readonly #connections = new Set<ServedConnection>();
+  /** The connections served, by socket. */
+  readonly #connections = new Map<Socket, ServedConnection>();
   /** Every socket, refused ones included, so destroy() leaves none behind. */
   readonly #sockets = new Set<Socket>();
+  /**
+   * A socket's 'error' and 'close' listeners, one of each for every socket: each gets its
+   * socket as `this`, so a connection adds no closures of its own for them.
+   */
+  readonly #onSocketError: (this: Socket, err: Error) => void;
+  readonly #onSocketClose: (this: Socket) => void;
   readonly #startedAt = performance.now();
   readonly #reads = new SharedReadBuffer();
   readonly #nativeReads: NativeClientReads | undefined;
@@ -87,6 +94,14 @@ export class StoreServer {
   constructor(options: StoreServerOptions) {
     this.options = options;
     this.metrics = options.metrics;
+    const logger = options.logger;
+    this.#onSocketError = function (this: Socket, err: Error): void {
+      logger.debug({ err: err.message, remote: this.remoteAddress }, 'client socket error');
+    };
+    const closed = (socket: Socket): void => this.#closed(socket);
+    this.#onSocketClose = function (this: Socket): void {
+      closed(this);
+    };
     const runner = new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply(), password: options.password });
     this.#nativeReads = options.socketIo === undefined ? undefined : new NativeClientReads(options.socketIo);
     this.#context = {
@@ -124,7 +139,7 @@ export class StoreServer {
   /** Flow-control state of each open connection (for tests and diagnostics). */
   connectionFlows(): ConnectionFlow[] {
     const { idleTimeoutMs } = this.options;
-    return [...this.#connections].map((c) => ({ ...c.flow, idleTimeoutMs }));
+    return [...this.#connections.values()].map((c) => ({ ...c.flow, idleTimeoutMs }));
   }
 
   /** New certificate, key and CA for the connections accepted from now on (TLS only; those open keep theirs). */
@@ -146,14 +161,10 @@ export class StoreServer {
     }
     let connection!: ServedConnection; // made below, before any read can arrive
     const { socket, reads } = this.#readerOf(accepted, (buf, n) => connection.receive(buf, n));
-    this.#track(socket);
     this.metrics.connectionsTotal++;
     connection = new ServedConnection(socket, this.#context, reads);
-    this.#connections.add(connection);
-    socket.on('close', () => {
-      this.#connections.delete(connection);
-      if (this.#connections.size === 0) this.#onAllClosed?.();
-    });
+    this.#connections.set(socket, connection);
+    this.#track(socket);
     // Asked first: the peer's address is a system call and an object per connection, for a line rarely logged.
     if (logger.isLevelEnabled('debug')) logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
   }
@@ -183,9 +194,19 @@ export class StoreServer {
 
   /** Every socket is tracked until it closes, so destroy() leaves none behind. */
   #track(socket: Socket): void {
-    socket.on('error', (err) => this.options.logger.debug({ err: err.message, remote: socket.remoteAddress }, 'client socket error'));
+    socket.on('error', this.#onSocketError);
     this.#sockets.add(socket);
-    socket.on('close', () => this.#sockets.delete(socket));
+    socket.on('close', this.#onSocketClose);
+  }
+
+  /** A socket closed: it is forgotten, its connection too (and what reads it lets go of it). */
+  #closed(socket: Socket): void {
+    this.#sockets.delete(socket);
+    const connection = this.#connections.get(socket);
+    if (connection === undefined) return;
+    this.#connections.delete(socket);
+    connection.reads.switch.release?.();
+    if (this.#connections.size === 0) this.#onAllClosed?.();
   }
 
   /** Shutting down: closed at once. At MAX_CONNECTIONS: told once, then closed. */
@@ -211,7 +232,7 @@ export class StoreServer {
   #sweepConnections(): void {
     const { idleTimeoutMs, outputStallTimeoutMs, logger } = this.options;
     const now = performance.now();
-    for (const c of this.#connections) {
+    for (const c of this.#connections.values()) {
       const { socket } = c;
       if (idleTimeoutMs > 0 && c.idleMs(now) >= idleTimeoutMs) {
         logger.debug({ remote: socket.remoteAddress, idleTimeoutMs }, 'closing an idle connection');
@@ -259,7 +280,7 @@ export class StoreServer {
     if (this.server.listening) this.server.close();
     if (this.#connections.size === 0) return;
     const allClosed = new Promise<void>((resolve) => (this.#onAllClosed = resolve));
-    for (const c of this.#connections) c.shutdown();
+    for (const c of this.#connections.values()) c.shutdown();
     const grace = setTimeout(() => this.destroy(), graceMs);
     grace.unref();
     await allClosed;
