@@ -1,7 +1,7 @@
 // A random 32-bit seed from the operating system's generator, for the keyspace's hash: a
 // client that cannot guess it cannot pick keys that all land in one bucket. Read from
-// /dev/urandom where there is one (a few µs): node:crypto would cost the store ~40 of
-// Node's modules and ~3.5 MiB of idle RSS for four bytes (builtins.ts); elsewhere, from it.
+// /dev/urandom where there is one (a few µs): node:crypto would load ~40 of Node's modules
+// (3.4 MiB of a bare Node's RSS) for four bytes (builtins.ts); elsewhere, from it.
 import { cryptoModule, fs } from './builtins.ts';
 
 const URANDOM = '/dev/urandom';
