@@ -9,6 +9,7 @@ import {
   IMAGE_TUNABLES,
   limitMallocArenas,
   MALLOC_ARENAS,
+  mallocArenaMax,
   mallocMmapThreshold,
   mapsShowGlibc,
   MMAP_THRESHOLD_BYTES,
@@ -58,6 +59,19 @@ describe('GLIBC_TUNABLES for the store', () => {
     expect(/^ENV GLIBC_TUNABLES=(\S+)$/m.exec(store)?.[1]).toBe(IMAGE_TUNABLES);
     expect(IMAGE_TUNABLES.startsWith(`${tunablesWithThreshold(undefined)}:`)).toBe(true);
     expect(IMAGE_TUNABLES.endsWith(`glibc.malloc.arena_max=${MALLOC_ARENAS}`)).toBe(true);
+  });
+
+  it('reads the arena limit the environment sets (null without glibc, or without a number)', () => {
+    const read = (t: string) => mallocArenaMax({ GLIBC_TUNABLES: t });
+    if (!onGlibc) {
+      expect(read('glibc.malloc.arena_max=1')).toBeNull();
+      return;
+    }
+    expect(read('glibc.malloc.arena_max=1')).toBe(1);
+    expect(read('glibc.malloc.mmap_threshold=65536:glibc.malloc.arena_max=4')).toBe(4);
+    expect(read('glibc.malloc.mmap_threshold=65536')).toBeNull();
+    expect(read('glibc.malloc.arena_max=many')).toBeNull();
+    expect(mallocArenaMax({})).toBeNull();
   });
 
   it("limits malloc's arenas with mallopt when the environment sets no limit, and keeps an operator's", () => {

@@ -8,7 +8,7 @@ import { LineClient } from './helpers/line-client.ts';
 import { freePort, startServiceProcess, storeScript, type ServiceProcess } from './helpers/service-process.ts';
 import { startTestStore, type TestStore } from './helpers/store-harness.ts';
 import { BACKGROUND_NICE } from '../services/store/runtime/background-thread-priority.ts';
-import { mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/runtime/malloc-tuning.ts';
+import { MALLOC_ARENAS, mallocMmapThreshold, MMAP_THRESHOLD_BYTES } from '../services/store/runtime/malloc-tuning.ts';
 import { PAGE_THREAD_NAME } from '../services/store/engine/page-source.ts';
 import { b64 } from './helpers/base64.ts';
 import { loadSocketIo } from '../services/store/network/native-io.ts';
@@ -350,6 +350,7 @@ describe('main.ts', () => {
     track({ destroy: () => own.child.kill('SIGKILL') });
     if (mallocMmapThreshold({ GLIBC_TUNABLES: `glibc.malloc.mmap_threshold=${MMAP_THRESHOLD_BYTES}` }) === null) {
       expect(ready(bare).mallocMmapThreshold).toBeNull(); // not glibc: nothing to fix
+      expect(ready(bare).mallocArenaMax).toBeNull();
       expect(ready(bare).mallocMmapThresholdSetBy).toBeNull();
       expect(ready(bare).arenaPagesThreaded).toBe(false);
     } else {
@@ -371,6 +372,11 @@ describe('main.ts', () => {
       // A threshold the operator set is kept.
       expect(ready(own).mallocMmapThreshold).toBe(131072);
       expect(ready(own).mallocMmapThresholdSetBy).toBe('environment');
+      // So is an arena limit; without one the store sets its own with mallopt.
+      expect(ready(bare).mallocArenaMax).toBe(2);
+      expect(ready(bare).mallocArenaMaxSetBy).toBe('environment');
+      expect(ready(own).mallocArenaMax).toBe(withMallopt ? MALLOC_ARENAS : null);
+      expect(ready(own).mallocArenaMaxSetBy).toBe(withMallopt ? 'mallopt' : null);
     }
     // The metrics say the same as the ready line, and that the thread was not given up.
     const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${ready(bare).metricsPort as number}/metrics`)).text());

@@ -20,7 +20,7 @@ import { createSnapshotMetrics } from './snapshots/snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './snapshots/store-snapshots.ts';
 import { IdleMallocTrim } from './runtime/idle-malloc-trim.ts';
 import { collectIdleGarbage, IDLE_COLLECTION_PASSES } from './runtime/idle-collection.ts';
-import { appliedMallocThreshold } from './runtime/malloc-tuning.ts';
+import { appliedMallocArenaMax, appliedMallocThreshold } from './runtime/malloc-tuning.ts';
 import { MappedPageSource, THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
 import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './store-metrics.ts';
 import { StoreServer } from './network/tcp-server.ts';
@@ -143,6 +143,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const registry = deps.registry ?? createMetricsRegistry();
   // The arena's pages each mapped on its own: by the add-on, else by a thread's malloc (page-source.ts).
   const mmapThreshold = appliedMallocThreshold();
+  const arenaMax = appliedMallocArenaMax();
   const addon = loadSocketIo();
   const mapPage = 'io' in addon ? addon.io.mapPage?.bind(addon.io) : undefined;
   const mappedPages = mapPage === undefined ? undefined : new MappedPageSource(mapPage);
@@ -358,6 +359,8 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
       warmupMs: Math.round(warmup.ms),
       mallocMmapThreshold: mmapThreshold?.bytes ?? null,
       mallocMmapThresholdSetBy: mmapThreshold?.source ?? null,
+      mallocArenaMax: arenaMax?.arenas ?? null,
+      mallocArenaMaxSetBy: arenaMax?.source ?? null,
       arenaPagesMapped: mappedPages !== undefined,
       arenaPagesThreaded: threadPages?.threaded ?? false,
       nativeIo: socketIo !== undefined,

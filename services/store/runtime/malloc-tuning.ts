@@ -44,15 +44,38 @@ const M_ARENA_MAX = -8;
 /** The GLIBC_TUNABLES the store's image sets: the mmap threshold and one arena. */
 export const IMAGE_TUNABLES = `${TUNABLE}=${MMAP_THRESHOLD_BYTES}:${ARENA_TUNABLE}=${MALLOC_ARENAS}`;
 
+/** The arena limit glibc read from the environment's GLIBC_TUNABLES; null without glibc or without the tunable. */
+export function mallocArenaMax(env: NodeJS.ProcessEnv = process.env): number | null {
+  if (!onGlibc()) return null;
+  for (const t of (env.GLIBC_TUNABLES ?? '').split(':')) {
+    const [name, value] = t.split('=');
+    if (name === ARENA_TUNABLE && value !== undefined && /^\d+$/.test(value)) return Number(value);
+  }
+  return null;
+}
+
+/** The arena limit mallopt set in this process, if it did. */
+let arenasByMallopt: number | null = null;
+
 /** Limits malloc to MALLOC_ARENAS with mallopt, unless the environment's GLIBC_TUNABLES sets a limit (the operator's, kept). */
 export function limitMallocArenas(mallopt: Mallopt = addonMallopt(), env: NodeJS.ProcessEnv = process.env): void {
   if (!onGlibc()) return;
   if ((env.GLIBC_TUNABLES ?? '').split(':').some((t) => t.split('=')[0] === ARENA_TUNABLE)) return;
-  mallopt?.(M_ARENA_MAX, MALLOC_ARENAS);
+  if (mallopt?.(M_ARENA_MAX, MALLOC_ARENAS) === 1) arenasByMallopt = MALLOC_ARENAS;
 }
 
-/** How this process's threshold was set: by its environment (GLIBC_TUNABLES) or by mallopt at start-up. */
-export type MallocThresholdSource = 'environment' | 'mallopt';
+/**
+ * The arena limit this process runs with and what set it (the environment: every thread
+ * bound; mallopt: the threads that took an arena before it keep theirs); null when none.
+ */
+export function appliedMallocArenaMax(): { readonly arenas: number; readonly source: MallocSettingSource } | null {
+  const arenas = mallocArenaMax();
+  if (arenas !== null) return { arenas, source: 'environment' };
+  return arenasByMallopt === null ? null : { arenas: arenasByMallopt, source: 'mallopt' };
+}
+
+/** How one of this process's malloc settings was set: by its environment (GLIBC_TUNABLES) or by mallopt at start-up. */
+export type MallocSettingSource = 'environment' | 'mallopt';
 
 /** GLIBC_TUNABLES with the store's threshold added, or null when `current` already sets a threshold. */
 export function tunablesWithThreshold(current: string | undefined): string | null {
@@ -99,7 +122,7 @@ function onGlibc(): boolean {
 let setByMallopt: number | null = null;
 
 /** The threshold this process runs with and what set it; null when none is fixed (not glibc, or nothing could set it). */
-export function appliedMallocThreshold(): { readonly bytes: number; readonly source: MallocThresholdSource } | null {
+export function appliedMallocThreshold(): { readonly bytes: number; readonly source: MallocSettingSource } | null {
   if (setByMallopt !== null) return { bytes: setByMallopt, source: 'mallopt' };
   const bytes = mallocMmapThreshold();
   return bytes === null ? null : { bytes, source: 'environment' };
