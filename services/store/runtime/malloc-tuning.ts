@@ -44,14 +44,24 @@ const M_ARENA_MAX = -8;
 /** The GLIBC_TUNABLES the store's image sets: the mmap threshold and one arena. */
 export const IMAGE_TUNABLES = `${TUNABLE}=${MMAP_THRESHOLD_BYTES}:${ARENA_TUNABLE}=${MALLOC_ARENAS}`;
 
-/** The arena limit glibc read from the environment's GLIBC_TUNABLES; null without glibc or without the tunable. */
-export function mallocArenaMax(env: NodeJS.ProcessEnv = process.env): number | null {
+/** Whether GLIBC_TUNABLES (`current`) sets the tunable `name`, whatever its value. */
+function setsTunable(current: string | undefined, name: string): boolean {
+  return (current ?? '').split(':').some((t) => t.split('=')[0] === name);
+}
+
+/** The number the environment's GLIBC_TUNABLES gives the tunable `name`, as glibc read it; null without glibc, the tunable or a number. */
+function tunableNumber(env: NodeJS.ProcessEnv, name: string): number | null {
   if (!onGlibc()) return null;
   for (const t of (env.GLIBC_TUNABLES ?? '').split(':')) {
-    const [name, value] = t.split('=');
-    if (name === ARENA_TUNABLE && value !== undefined && /^\d+$/.test(value)) return Number(value);
+    const [key, value] = t.split('=');
+    if (key === name && value !== undefined && /^\d+$/.test(value)) return Number(value);
   }
   return null;
+}
+
+/** The arena limit glibc read from the environment's GLIBC_TUNABLES; null without glibc or without the tunable. */
+export function mallocArenaMax(env: NodeJS.ProcessEnv = process.env): number | null {
+  return tunableNumber(env, ARENA_TUNABLE);
 }
 
 /** The arena limit mallopt set in this process, if it did. */
@@ -60,7 +70,7 @@ let arenasByMallopt: number | null = null;
 /** Limits malloc to MALLOC_ARENAS with mallopt, unless the environment's GLIBC_TUNABLES sets a limit (the operator's, kept). */
 export function limitMallocArenas(mallopt: Mallopt = addonMallopt(), env: NodeJS.ProcessEnv = process.env): void {
   if (!onGlibc()) return;
-  if ((env.GLIBC_TUNABLES ?? '').split(':').some((t) => t.split('=')[0] === ARENA_TUNABLE)) return;
+  if (setsTunable(env.GLIBC_TUNABLES, ARENA_TUNABLE)) return;
   if (mallopt?.(M_ARENA_MAX, MALLOC_ARENAS) === 1) arenasByMallopt = MALLOC_ARENAS;
 }
 
@@ -79,19 +89,13 @@ export type MallocSettingSource = 'environment' | 'mallopt';
 
 /** GLIBC_TUNABLES with the store's threshold added, or null when `current` already sets a threshold. */
 export function tunablesWithThreshold(current: string | undefined): string | null {
-  const set = (current ?? '').split(':').filter((t) => t !== '');
-  if (set.some((t) => t.split('=')[0] === TUNABLE)) return null;
-  return [...set, `${TUNABLE}=${MMAP_THRESHOLD_BYTES}`].join(':');
+  if (setsTunable(current, TUNABLE)) return null;
+  return [...(current ?? '').split(':').filter((t) => t !== ''), `${TUNABLE}=${MMAP_THRESHOLD_BYTES}`].join(':');
 }
 
 /** The mmap threshold glibc runs with in this process, as its environment set it; null without glibc or without the tunable. */
 export function mallocMmapThreshold(env: NodeJS.ProcessEnv = process.env): number | null {
-  if (!onGlibc()) return null;
-  for (const t of (env.GLIBC_TUNABLES ?? '').split(':')) {
-    const [name, value] = t.split('=');
-    if (name === TUNABLE && value !== undefined && /^\d+$/.test(value)) return Number(value);
-  }
-  return null;
+  return tunableNumber(env, TUNABLE);
 }
 
 /**
