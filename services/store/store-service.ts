@@ -19,7 +19,7 @@ import type { SnapshotFileSystem } from './snapshots/snapshot-file.ts';
 import { createSnapshotMetrics } from './snapshots/snapshot-metrics.ts';
 import { loadSnapshot, PeriodicSnapshots, saveSnapshot, type SnapshotContext } from './snapshots/store-snapshots.ts';
 import { IdleMallocTrim } from './runtime/idle-malloc-trim.ts';
-import { collectIdleGarbage, IDLE_COLLECTION_PASSES } from './runtime/idle-collection.ts';
+import { collectIdleGarbage } from './runtime/idle-collection.ts';
 import { appliedMallocArenaMax, appliedMallocThreshold } from './runtime/malloc-tuning.ts';
 import { MappedPageSource, THIS_THREAD_PAGES, ThreadPageSource } from './engine/page-source.ts';
 import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './store-metrics.ts';
@@ -319,8 +319,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
           nudges: () => adminRequests,
           periodMs: deps.idleTrimMs ?? IDLE_TRIM_MS,
           release: (trimOfSpell) => {
-            if (trimOfSpell === 0) engine.releaseSparePages();
-            if (trimOfSpell < IDLE_COLLECTION_PASSES) collectIdleGarbage();
+            if (trimOfSpell > 0) return;
+            engine.releaseSparePages();
+            collectIdleGarbage();
           },
         });
   idleTrim?.start();

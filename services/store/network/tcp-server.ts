@@ -98,9 +98,9 @@ export class StoreServer {
     this.#onSocketError = function (this: Socket, err: Error): void {
       logger.debug({ err: err.message, remote: this.remoteAddress }, 'client socket error');
     };
-    const closed = (socket: Socket): void => this.#closed(socket);
+    const server = this;
     this.#onSocketClose = function (this: Socket): void {
-      closed(this);
+      server.#closed(this);
     };
     const runner = new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply(), password: options.password });
     this.#nativeReads = options.socketIo === undefined ? undefined : new NativeClientReads(options.socketIo);
