@@ -1,11 +1,12 @@
-// An ended connection's linger timer (served-connection.ts lingerThenDestroy): it cuts off a
+// An ended connection's linger timer (node-client-socket.ts lingerThenDestroy): it cuts off a
 // peer that keeps its side open, and it goes as soon as the socket closes, so that a closed
 // connection is not held for LINGER_MS (a churn of short connections promoted every one of
 // them into V8's old generation: docs/benchmarks.md#connection-churn).
 import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LINGER_MS, lingerThenDestroy } from '../services/store/network/served-connection.ts';
+import { LINGER_MS } from '../services/store/network/client-socket.ts';
+import { lingerThenDestroy } from '../services/store/network/node-client-socket.ts';
 
 describe('lingerThenDestroy', () => {
   let server: Server | undefined;

@@ -3,6 +3,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSocketIo } from '../services/store/network/native-io.ts';
 import { ReplyBuffer, ReplyBufferPool } from '../services/store/network/reply-buffer.ts';
+import { NodeClientSocket } from '../services/store/network/node-client-socket.ts';
 
 // Replies go to write(2) through fs.writeSync, or through the native add-on where it is
 // built (native-io.test.ts fails in CI when it is not); the same rules hold for both.
@@ -56,12 +57,13 @@ describe.each(writers)('ReplyBuffer writes through $writer', ({ io, available })
   it.runIf(process.platform !== 'win32')('hands a turn of replies to the kernel directly when nothing is queued', async () => {
     const pair = await socketPair();
     open.push(pair);
-    const replies = new ReplyBuffer(new ReplyBufferPool(io));
+    const out = new NodeClientSocket(pair.server, io, () => {});
+    const replies = new ReplyBuffer(new ReplyBufferPool());
     const text = 'VALUE aGVsbG8=\nOK\nNOT_FOUND\n';
     const got = receive(pair.client, text.length * 3);
     for (let i = 0; i < 3; i++) {
       replies.ascii(text);
-      expect(replies.writeTo(pair.server)).toBe(text.length);
+      expect(replies.writeTo(out)).toBe(text.length);
     }
     expect((await got).toString()).toBe(text.repeat(3));
     expect(replies.handedBytes).toBe(text.length * 3);
@@ -73,8 +75,9 @@ describe.each(writers)('ReplyBuffer writes through $writer', ({ io, available })
   it('queues in the socket what the kernel did not take, in order, once the peer stops reading', async () => {
     const pair = await socketPair();
     open.push(pair);
+    const out = new NodeClientSocket(pair.server, io, () => {});
     pair.client.pause(); // the kernel's buffers fill up
-    const replies = new ReplyBuffer(new ReplyBufferPool(io));
+    const replies = new ReplyBuffer(new ReplyBufferPool());
     // 60 KiB turns, each line numbered, until the socket had to queue some (or 256 MiB: the test would fail below).
     const lines: string[] = [];
     let turn = 0;
@@ -82,7 +85,7 @@ describe.each(writers)('ReplyBuffer writes through $writer', ({ io, available })
       let text = '';
       while (text.length < 60 * 1024) text += `line ${turn}:${lines.length}\n`, lines.push(`line ${turn}:${lines.length}`);
       replies.ascii(text);
-      replies.writeTo(pair.server);
+      replies.writeTo(out);
       turn++;
     }
     expect(pair.server.writableLength).toBeGreaterThan(0); // the stream holds the rest
@@ -91,7 +94,7 @@ describe.each(writers)('ReplyBuffer writes through $writer', ({ io, available })
       let text = '';
       for (let j = 0; j < 100; j++) text += `tail ${k}:${j}\n`, lines.push(`tail ${k}:${j}`);
       replies.ascii(text);
-      replies.writeTo(pair.server);
+      replies.writeTo(out);
     }
     const expected = lines.join('\n') + '\n';
     expect(replies.handedBytes).toBe(expected.length);
@@ -103,12 +106,13 @@ describe.each(writers)('ReplyBuffer writes through $writer', ({ io, available })
   it('leaves an encrypted socket to its stream: its handle would give the plain TCP descriptor', async () => {
     const pair = await socketPair();
     open.push(pair);
+    const out = new NodeClientSocket(pair.server, io, () => {});
     // What tls.TLSSocket says of itself; its handle would answer `fd` with the TCP connection's.
     Object.defineProperty(pair.server, 'encrypted', { value: true });
-    const replies = new ReplyBuffer(new ReplyBufferPool(io));
+    const replies = new ReplyBuffer(new ReplyBufferPool());
     const got = receive(pair.client, 'OK\n'.length);
     replies.ascii('OK\n');
-    replies.writeTo(pair.server);
+    replies.writeTo(out);
     expect((await got).toString()).toBe('OK\n');
     expect(pair.server.bytesWritten).toBe(3); // through socket.write, which a TLS socket encrypts
   });
@@ -116,12 +120,13 @@ describe.each(writers)('ReplyBuffer writes through $writer', ({ io, available })
   it('never overtakes bytes the socket holds queued', async () => {
     const pair = await socketPair();
     open.push(pair);
-    const replies = new ReplyBuffer(new ReplyBufferPool(io));
+    const out = new NodeClientSocket(pair.server, io, () => {});
+    const replies = new ReplyBuffer(new ReplyBufferPool());
     // Queued in the stream and not yet written (corked): a direct write now would jump ahead of it.
     pair.server.cork();
     pair.server.write('first\n');
     replies.ascii('second\n');
-    replies.writeTo(pair.server);
+    replies.writeTo(out);
     const got = receive(pair.client, 'first\nsecond\n'.length);
     pair.server.uncork();
     expect((await got).toString()).toBe('first\nsecond\n');

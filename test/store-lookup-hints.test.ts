@@ -3,7 +3,7 @@
 // hashing the key again. A hint is checked before it is used: one that no longer fits (a
 // command earlier in the batch deleted or replaced the key, or another read overwrote the
 // buffer) must cost a lookup and never change an answer.
-import type { Socket } from 'node:net';
+import type { ClientSocket } from '../services/store/network/client-socket.ts';
 import { describe, expect, it } from 'vitest';
 import { CommandRunner } from '../services/store/network/command-runner.ts';
 import { KvEngine } from '../services/store/engine/kv-engine.ts';
@@ -136,7 +136,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
     expect(keys).toBe(6);
     runner.prefetchRead(read, keys);
     let written = '';
-    const socket = { writableLength: 0, _handle: null, write: (b: Buffer) => ((written += b.toString('latin1')), true) };
+    const socket = { writableLength: 0, writeNow: () => -1, queue: (b: Buffer, from: number, n: number) => void (written += b.toString('latin1', from, n)) };
     const out = new ReplyBuffer(new ReplyBufferPool());
     runner.startClock(performance.now());
     for (let start = 0; start < read.length; ) {
@@ -144,7 +144,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
       runner.run(read, start, lf, out);
       start = lf + 1;
     }
-    out.writeTo(socket as unknown as Socket);
+    out.writeTo(socket as unknown as ClientSocket);
     expect(written).toBe(`VALUE ${b64('va')}\nVALUE ${b64('vb')}\nOK\nNOT_FOUND\nPONG\nVALUE ${b64('vc')}\nNOT_FOUND\n`);
     const [a, b, aAgain, c, nope] = engine.hints;
     expect(engine.hints).toHaveLength(5);

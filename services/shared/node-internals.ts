@@ -12,7 +12,10 @@
 //   handle into a socket that reads into a shared buffer (store/network/shared-read-buffer.ts),
 //   and reads its file descriptor for the C add-on's reads and writes
 //   (store/network/native-io.ts). Without it the store keeps Node's own reads and writes.
-import { Socket } from 'node:net';
+// - A net.Server's `_handle`, its listening libuv handle, whose `onconnection` the store
+//   takes over to serve accepted connections without a net.Socket each
+//   (store/network/native-client-socket.ts). Without it connections stay net.Sockets.
+import { Server, Socket } from 'node:net';
 
 interface BufferInternals {
   base64Slice(start: number, end: number): string;
@@ -31,6 +34,8 @@ export const NODE_INTERNALS = {
   latin1Write: typeof bufferPrototype.latin1Write === 'function',
   // A field of every socket (null until it has a connection), or an accessor of Socket's prototype.
   socketHandle: '_handle' in new Socket(),
+  // null until it listens.
+  listenerHandle: '_handle' in new Server(),
 } as const;
 
 /** What each private path does, through the public API: the fallbacks. */
@@ -38,6 +43,7 @@ export const PUBLIC_PATHS = {
   base64Slice: (buf: Buffer, start: number, end: number): string => buf.toString('base64', start, end),
   latin1Write: (buf: Buffer, text: string, at: number): number => buf.write(text, at, 'latin1'),
   socketHandle: (_socket: Socket): object | null => null,
+  listenerHandle: (_server: Server): object | null => null,
 } as const;
 
 /** buf.toString('base64', start, end), unchecked. */
@@ -54,6 +60,11 @@ export const latin1Write: (buf: Buffer, text: string, at: number) => number = NO
 export const socketHandle: (socket: Socket) => object | null = NODE_INTERNALS.socketHandle
   ? (socket) => (socket as unknown as SocketInternals)._handle
   : PUBLIC_PATHS.socketHandle;
+
+/** The listening server's libuv handle; null when it has none (not listening) or this Node keeps it elsewhere. */
+export const listenerHandle: (server: Server) => object | null = NODE_INTERNALS.listenerHandle
+  ? (server) => (server as unknown as { _handle: object | null })._handle
+  : PUBLIC_PATHS.listenerHandle;
 
 /** The socket's file descriptor, or -1 when it has none (closed; a platform whose handles have none; no handle to read it from). */
 export function socketFd(socket: Socket): number {

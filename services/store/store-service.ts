@@ -26,6 +26,7 @@ import { createStoreMetrics, registerStartDuration, type StoreMetrics } from './
 import { StoreServer } from './network/tcp-server.ts';
 import { chooseSocketIo, loadSocketIo } from './network/native-io.ts';
 import { PasswordCheck } from './network/password-check.ts';
+import type { ClientPeer } from './network/client-socket.ts';
 import { PasswordFile } from './password-file.ts';
 import { STORE_READY } from '../shared/ready-line.ts';
 import { TlsMaterialSource } from '../client/client-tls.ts';
@@ -52,6 +53,8 @@ export interface StoreDeps {
   readonly turnSliceMs?: number;
   /** The time per event-loop turn for pipelined work, ms (default TURN_BUDGET_MS): a test sets 0 to make every other pipelining read wait in line. */
   readonly turnBudgetMs?: number;
+  /** How long an ended connection waits for its peer's FIN (default LINGER_MS; the native add-on's connections): a test sets a few ms. */
+  readonly lingerMs?: number;
   /** How many of V8's background threads main.ts lowered in priority (background-thread-priority.ts), for the ready line. */
   readonly backgroundThreadsLowered?: number;
   /** The V8 flags main.ts set as the store's defaults (those the command line did not give), for the ready line. */
@@ -187,7 +190,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   // The self-probe's own sockets. The store recognises the server side of one by its
   // peer address (this process's probe socket), and lets it past MAX_CONNECTIONS.
   const probeSockets = new Set<Socket>();
-  const isOwnProbe = (peer: Socket): boolean => {
+  const isOwnProbe = (peer: ClientPeer): boolean => {
     for (const s of probeSockets) if (s.localPort === peer.remotePort && s.localAddress === peer.remoteAddress) return true;
     return false;
   };
@@ -225,6 +228,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
     exemptFromLimit: isOwnProbe,
     turnSliceMs: deps.turnSliceMs,
     turnBudgetMs: deps.turnBudgetMs,
+    lingerMs: deps.lingerMs,
     socketIo,
     password: passwordCheck,
     tls: tlsSettings && { context: secureContextOf(tlsSettings.material), clientAuth: tlsSettings.clientAuth, metrics: tlsMetrics! },

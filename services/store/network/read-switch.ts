@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 
 /**
  * Reading on and off for one client socket, whoever reads it (Node's stream, or the native
- * poller: native-io.ts). The implementations are classes, not object literals with a
+ * poller: native-client-socket.ts). The implementations are classes, not object literals with a
  * getter: a literal's getter is a closure of its own, which puts every such object in
  * dictionary mode, and `paused`, read twice a turn per connection, then took V8's generic
  * property lookup (~24 against ~2 ns, microbenchmark).
@@ -11,8 +11,6 @@ export interface ReadSwitch {
   readonly paused: boolean;
   pause(): void;
   resume(): void;
-  /** The socket closed: whatever reads it lets go of it (the native poller its descriptor). */
-  release?(): void;
 }
 
 /** A socket read by Node: its stream's own pause and resume. */

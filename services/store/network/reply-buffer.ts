@@ -1,9 +1,7 @@
-import { fs } from '../../shared/builtins.ts';
-import type { Socket } from 'node:net';
 import { ReplyTarget, valueReplyLength, writeValueReply } from '../../protocol/replies.ts';
 import { latin1Write } from '../../shared/node-internals.ts';
-import { nativeWrite, SocketFdCache, type SocketIo } from './native-io.ts';
 import { freeNow } from '../../shared/free-now.ts';
+import type { ClientSocket } from './client-socket.ts';
 
 /**
  * Replies are built as bytes, not strings: one connection's replies of a turn go into one
@@ -21,35 +19,6 @@ import { freeNow } from '../../shared/free-now.ts';
  * replies.ts), each with its DataView, so a buffer taken from it costs no new object.
  */
 
-/**
- * Writes buf[0, n) to the socket's file descriptor at once, with one write(2), when nothing
- * is queued in the socket before it; returns the bytes the kernel took (n, fewer when its
- * buffer filled up, 0 when it was full), or -1 when the socket has no descriptor to write
- * to (closed; or a platform whose handles have none) or the write failed otherwise.
- *
- * Why: socket.write goes through the writable stream (its state, a write request object,
- * a callback on the next tick) before the same write(2). At pipeline depth 1, where every
- * reply is a write of its own, that machinery is ~0.5 µs of the store's ~6 µs of user-space
- * CPU per command (docs/benchmarks.md#where-a-commands-cpu-goes).
- * What the kernel did not take is queued with socket.write by the caller, so the order of
- * the bytes and the stream's backpressure ('drain', writableLength) stay the stream's; an
- * error is left to socket.write too, which reports it the usual way.
- *
- * Never on an encrypted socket: a TLS handle answers `fd` with its TCP connection's, and
- * bytes written there would go out unencrypted.
- */
-function writeNow(socket: Socket, fd: number, buf: Buffer, n: number, io: SocketIo | undefined): number {
-  if ((socket as unknown as { readonly encrypted?: boolean }).encrypted === true) return -1; // tls.TLSSocket's (always true there)
-  if (fd < 0) return -1;
-  // The add-on's write(2) skips fs.writeSync's request object and trace checks (native-io.ts).
-  if (io !== undefined) return nativeWrite(io, fd, buf, n);
-  try {
-    return fs.writeSync(fd, buf, 0, n);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EAGAIN' ? 0 : -1;
-  }
-}
-
 /** Size of a pooled buffer: a connection's reply bound (64 KiB) plus a reply of a few KB. */
 const POOLED_BYTES = 80 * 1024;
 /** Free buffers kept. */
@@ -57,12 +26,6 @@ const POOL_SIZE = 64;
 
 export class ReplyBufferPool {
   readonly #free: ReplyTarget[] = [];
-  /** The native add-on, when replies are written through it. */
-  readonly io: SocketIo | undefined;
-
-  constructor(io?: SocketIo) {
-    this.io = io;
-  }
 
   take(minBytes: number): ReplyTarget {
     if (minBytes <= POOLED_BYTES) return this.#free.pop() ?? new ReplyTarget(Buffer.allocUnsafeSlow(POOLED_BYTES));
@@ -86,7 +49,6 @@ export class ReplyBuffer {
   #inFlight: ReplyTarget | null = null;
   /** Bytes handed over so far: taken by the kernel at once, or queued in the socket. */
   #handed = 0;
-  readonly #fd = new SocketFdCache();
 
   constructor(pool: ReplyBufferPool) {
     this.#pool = pool;
@@ -124,8 +86,12 @@ export class ReplyBuffer {
     this.#len = writeValueReply(this.#target, this.#len, page, start, end);
   }
 
-  /** Hands what was built to the socket in one write; returns the byte count. */
-  writeTo(socket: Socket): number {
+  /**
+   * Hands what was built to the socket in one write, straight to the kernel when nothing
+   * is queued before it (what it does not take is queued behind, in order); returns the
+   * byte count.
+   */
+  writeTo(socket: ClientSocket): number {
     const n = this.#len;
     if (n === 0) return 0;
     const target = this.#target;
@@ -140,13 +106,13 @@ export class ReplyBuffer {
         this.#pool.give(this.#inFlight);
         this.#inFlight = null;
       }
-      taken = writeNow(socket, this.#fd.of(socket), buf, n, this.#pool.io);
+      taken = socket.writeNow(buf, n);
       if (taken === n) {
         this.#pool.give(target);
         return n;
       }
     }
-    socket.write(buf.subarray(Math.max(taken, 0), n)); // taken is -1 when nothing was written directly
+    socket.queue(buf, Math.max(taken, 0), n); // taken is -1 when nothing was written directly
     if (socket.writableLength === 0) this.#pool.give(target); // the kernel copied it all
     else this.#inFlight = target; // an older one still in flight is left to the collector
     return n;

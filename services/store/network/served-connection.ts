@@ -1,4 +1,3 @@
-import type { Socket } from 'node:net';
 // The module's binding, not the global: `globalThis.performance` is a getter that V8 looks
 // up on every call (1-2% of a command at pipeline depth 16).
 import { performance } from 'node:perf_hooks';
@@ -8,6 +7,7 @@ import type { Logger } from '../../shared/logger.ts';
 import { AUTH_FAILED, AUTHENTICATED, CLOSE, GO_ON, type AfterLine, type CommandRunner } from './command-runner.ts';
 import { MAX_AUTH_FAILURES } from './password-check.ts';
 import type { ReadSwitch } from './read-switch.ts';
+import type { ClientSink, ClientSocket } from './client-socket.ts';
 import { ReplyBuffer, type ReplyBufferPool } from './reply-buffer.ts';
 import { COMMAND_BUDGET, LINE_TOO_LONG, REPLY_BOUND, TIME_SLICE, type StoreMetrics } from '../store-metrics.ts';
 import type { TurnScheduler, TurnWork } from './turn-scheduler.ts';
@@ -41,26 +41,6 @@ export const CLOCK_CHECK_LINES = 16;
  * the rest now would be done twice.
  */
 const PIPELINE_SEEN = { lines: CLOCK_CHECK_LINES + 1, keys: 2 } as const;
-
-/**
- * After QUIT, `line too long`, the client's FIN, shutdown or a refusal the socket is
- * ended; a peer that keeps its side open this long after the last reply is cut off.
- */
-export const LINGER_MS = 5000;
-
-/**
- * Destroys an ended socket whose peer has not closed its side within LINGER_MS. The timer
- * goes when the socket closes first, as it nearly always does: left to run, it held the
- * closed connection (its socket, framer and reply buffer, ~2.5 KB) for the whole
- * LINGER_MS, long enough for the young generation to promote it, so a churn of short
- * connections filled the old generation with what a scavenge would have freed
- * (docs/benchmarks.md#connection-churn).
- */
-export function lingerThenDestroy(socket: Socket): void {
-  if (socket.destroyed) return;
-  const linger = setTimeout(() => socket.destroy(), LINGER_MS).unref();
-  socket.once('close', () => clearTimeout(linger));
-}
 
 // A connection's state. Whether reading is paused follows from it, from the input the
 // framer holds and from the replies waiting: see #steerReading.
@@ -121,7 +101,7 @@ export interface ConnectionReads {
  * One client connection: frames lines, runs them (a read of one command at the end of the
  * turn, with the other connections' such reads: OneLineReads; a read of a few lines where
  * it is read; a read of many in line at the end of the turn: TurnScheduler), and writes each
- * turn's replies with one socket.write. It stops running commands (and pauses reading; the
+ * turn's replies with one write. It stops running commands (and pauses reading; the
  * framer keeps the input it holds) when its unsent replies pass REPLY_BOUND_BYTES, until the
  * socket drains, or after COMMANDS_PER_TURN commands or TURN_SLICE_MS, and waits in line
  * again. So a client that pipelines without reading
@@ -129,8 +109,8 @@ export interface ConnectionReads {
  * output, and cannot keep the others waiting for more than one budget, nor can many such
  * clients together make a turn much longer than TURN_BUDGET_MS.
  */
-export class ServedConnection implements TurnWork, LineSink {
-  readonly socket: Socket;
+export class ServedConnection implements TurnWork, LineSink, ClientSink {
+  readonly socket: ClientSocket;
   turnQueues = 0;
   readonly #ctx: ConnectionContext;
   readonly #framer: LineFramer;
@@ -152,7 +132,8 @@ export class ServedConnection implements TurnWork, LineSink {
   /** How its input is read (the server releases the switch when the socket closes). */
   readonly reads: ConnectionReads;
 
-  constructor(socket: Socket, context: ConnectionContext, reads: ConnectionReads) {
+  /** The server calls socket.serve(connection) once it is made: the connection is its socket's sink. */
+  constructor(socket: ClientSocket, context: ConnectionContext, reads: ConnectionReads) {
     this.socket = socket;
     this.reads = reads;
     this.#ctx = context;
@@ -160,14 +141,19 @@ export class ServedConnection implements TurnWork, LineSink {
     this.#replies = new ReplyBuffer(context.replyPool);
     // The connection is its framer's sink: no closures of its own per connection.
     this.#framer = new LineFramer(context.maxLineBytes, this, context.heldCopies);
-    socket.on('drain', () => {
-      this.#activeAt = performance.now();
-      // Lines held back by the reply bound continue in line; with none, reading resumes.
-      if (this.#framer.hasUnframedInput && this.#state < CLOSING) this.#waitInLine();
-      else this.#steerReading();
-    });
-    // The client is done sending (half-close): answer everything it sent, then end.
-    socket.on('end', () => this.shutdown());
+  }
+
+  /** The socket's sink: its queued replies are with the kernel. */
+  drained(): void {
+    this.#activeAt = performance.now();
+    // Lines held back by the reply bound continue in line; with none, reading resumes.
+    if (this.#framer.hasUnframedInput && this.#state < CLOSING) this.#waitInLine();
+    else this.#steerReading();
+  }
+
+  /** The socket's sink: the client is done sending (half-close): answer everything it sent, then end. */
+  inputEnded(): void {
+    this.shutdown();
   }
 
   /** Its flow control, but for the idle time-out, which is the server's (StoreServer.connectionFlows). */
@@ -397,9 +383,8 @@ export class ServedConnection implements TurnWork, LineSink {
   /** Ends the socket after the queued replies; reading goes on (and is dropped) so the peer gets a FIN, not a reset. */
   #finish(): void {
     this.#state = ENDED;
-    const socket = this.socket;
     if (this.reads.switch.paused) this.reads.switch.resume();
     // Once the last reply is handed to the kernel, the peer has LINGER_MS to close its side.
-    socket.end(() => lingerThenDestroy(socket));
+    this.socket.end();
   }
 }

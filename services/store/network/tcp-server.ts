@@ -1,10 +1,15 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { SecureContextOptions, Server as TlsServer } from 'node:tls';
+import { getSystemErrorName } from 'node:util';
 import { MAX_CONNECTIONS_REPLY, statsReply } from '../../protocol/replies.ts';
 import { listen } from '../../shared/listen.ts';
 import type { Logger } from '../../shared/logger.ts';
-import { ServedConnection, lingerThenDestroy, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
-import { NativeClientReads, type SocketIo } from './native-io.ts';
+import { ServedConnection, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
+import type { SocketIo } from './native-io.ts';
+import { NativeClients, type TcpHandle } from './native-client-socket.ts';
+import { NodeClientSocket } from './node-client-socket.ts';
+import { DROPPING_SINK, type ClientPeer, type ClientSocket } from './client-socket.ts';
+import { listenerHandle } from '../../shared/node-internals.ts';
 import { StreamReadSwitch } from './read-switch.ts';
 import { CommandRunner } from './command-runner.ts';
 import { ReplyBufferPool } from './reply-buffer.ts';
@@ -32,13 +37,18 @@ export interface StoreServerOptions {
   readonly outputStallTimeoutMs: number;
   readonly evictionPolicy: string;
   /** A connection for which this is true is accepted past maxConnections (the store's own readiness probe). */
-  readonly exemptFromLimit?: (socket: Socket) => boolean;
+  readonly exemptFromLimit?: (peer: ClientPeer) => boolean;
   /** A connection's time budget per turn, ms (default TURN_SLICE_MS; a test may set 0). */
   readonly turnSliceMs?: number;
   /** The time per turn for pipelined work, ms (default TURN_BUDGET_MS; a test may set 0). */
   readonly turnBudgetMs?: number;
-  /** Client sockets read and written through the native add-on (native-io.ts); without it, through Node. */
+  /**
+   * Client connections taken from the listener as descriptors, read and written through the
+   * native add-on (native-client-socket.ts); without it, net.Sockets read by Node.
+   */
   readonly socketIo?: SocketIo | undefined;
+  /** How long an ended native socket waits for its peer's FIN (LINGER_MS; a test may set less). */
+  readonly lingerMs?: number;
   /** The password a connection must send with AUTH first (SPEC §8); none by default. */
   readonly password?: PasswordCheck;
   /**
@@ -74,18 +84,17 @@ export class StoreServer {
   readonly server: Server;
   readonly #context: ConnectionContext;
   /** The connections served, by socket. */
-  readonly #connections = new Map<Socket, ServedConnection>();
-  /** Every socket, refused ones included, so destroy() leaves none behind. */
-  readonly #sockets = new Set<Socket>();
-  /**
-   * A socket's 'error' and 'close' listeners, one of each for every socket: each gets its
-   * socket as `this`, so a connection adds no closures of its own for them.
-   */
+  readonly #connections = new Map<ClientSocket, ServedConnection>();
+  /** Every client socket, refused ones included, so destroy() leaves none behind. */
+  readonly #sockets = new Set<ClientSocket>();
+  /** TLS connections still in their handshake (tls-listener.ts), for destroy() too. */
+  readonly #handshaking = new Set<Socket>();
+  /** A Node socket's 'error' listener, one for every socket: it gets its socket as `this`. */
   readonly #onSocketError: (this: Socket, err: Error) => void;
-  readonly #onSocketClose: (this: Socket) => void;
+  readonly #socketClosed: (client: ClientSocket) => void;
   readonly #startedAt = performance.now();
   readonly #reads = new SharedReadBuffer();
-  readonly #nativeReads: NativeClientReads | undefined;
+  readonly #native: NativeClients | undefined;
   readonly #sweep: NodeJS.Timeout | undefined;
   #closing = false;
   #warnedReads = false;
@@ -98,17 +107,25 @@ export class StoreServer {
     this.#onSocketError = function (this: Socket, err: Error): void {
       logger.debug({ err: err.message, remote: this.remoteAddress }, 'client socket error');
     };
-    const server = this;
-    this.#onSocketClose = function (this: Socket): void {
-      server.#closed(this);
-    };
+    const closed = (client: ClientSocket): void => this.#closed(client);
+    this.#socketClosed = closed;
     const runner = new CommandRunner({ engine: options.engine, metrics: options.metrics, maxValueBytes: options.maxValueBytes, statsReply: () => this.statsReply(), password: options.password });
-    this.#nativeReads = options.socketIo === undefined ? undefined : new NativeClientReads(options.socketIo);
+    // A TLS port's connections are Node's: its TLS stack reads and writes them.
+    this.#native =
+      options.socketIo === undefined || options.tls !== undefined
+        ? undefined
+        : new NativeClients(options.socketIo, {
+            closed,
+            failed: (client, err) => {
+              if (logger.isLevelEnabled('debug')) logger.debug({ err: err.message, remote: client.remoteAddress }, 'client socket error');
+            },
+            lingerMs: options.lingerMs,
+          });
     this.#context = {
       maxLineBytes: options.maxLineBytes,
       turnSliceMs: options.turnSliceMs ?? TURN_SLICE_MS,
       runner,
-      replyPool: new ReplyBufferPool(options.socketIo),
+      replyPool: new ReplyBufferPool(),
       heldCopies: new HeldInputPool(),
       turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }, options.turnBudgetMs, (n) => {
         options.metrics.connectionYields[TURN_BUDGET] += n;
@@ -123,8 +140,10 @@ export class StoreServer {
     this.server =
       options.tls === undefined
         ? createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.#accept(socket))
-        : createTlsListener(options.tls, options.logger, (socket) => this.#accept(socket), (raw) => this.#track(raw));
+        : createTlsListener(options.tls, options.logger, (socket) => this.#accept(socket), (raw) => this.#trackHandshake(raw));
     this.server.on('error', (err) => options.logger.error({ err }, 'store listener error'));
+    // Before any connection can be accepted: 'listening' is emitted before the event loop polls again.
+    if (this.#native !== undefined) this.server.once('listening', () => this.#takeAccepts());
     const period = sweepPeriodMs(options.idleTimeoutMs, options.outputStallTimeoutMs);
     if (period !== undefined) {
       this.#sweep = setInterval(() => this.#sweepConnections(), period);
@@ -152,21 +171,76 @@ export class StoreServer {
     return listen(this.server, port, host);
   }
 
+  /**
+   * From now on the listener's accepted connections come here as Node's TCP handles,
+   * before Node would wrap each in a net.Socket (native-client-socket.ts says why). Where
+   * this Node's listener has no handle to take them from, they stay net.Sockets (#accept).
+   */
+  #takeAccepts(): void {
+    const handle = listenerHandle(this.server) as { onconnection?: unknown } | null;
+    if (handle === null || typeof handle.onconnection !== 'function') {
+      this.options.logger.warn({ node: process.version }, "the listener's handle is out of reach on this Node: client connections go through net.Socket");
+      return;
+    }
+    handle.onconnection = (err: number, client: TcpHandle | undefined): void => {
+      if (err !== 0 || client === undefined) {
+        // As Node's own listener reports a failed accept (EMFILE, ...).
+        const code = getSystemErrorName(err);
+        this.server.emit('error', Object.assign(new Error(`accept ${code}`), { code, errno: err, syscall: 'accept' }));
+        return;
+      }
+      this.#acceptHandle(client);
+    };
+  }
+
+  /** An accepted connection as a descriptor (#takeAccepts). */
+  #acceptHandle(handle: TcpHandle): void {
+    const client = this.#native!.adopt(handle);
+    if (client === undefined) {
+      handle.close();
+      return;
+    }
+    this.#sockets.add(client);
+    if (this.#mustRefuse(client)) {
+      client.serve(DROPPING_SINK); // reads, and drops, what it sends: it gets a FIN, not a reset
+      this.#refuse(client);
+      return;
+    }
+    this.#serve(client, client);
+  }
+
+  /** An accepted net.Socket: every TLS connection, and all of them without the native add-on. */
   #accept(accepted: Socket): void {
-    const { logger, maxConnections } = this.options;
     // Refused before its reads move to the shared buffer: it has no connection to read them.
-    if (this.#closing || (this.#connections.size >= maxConnections && !this.options.exemptFromLimit?.(accepted))) {
-      this.#refuse(accepted.resume()); // reads, and drops, what it sends: it gets a FIN, not a reset
+    if (this.#mustRefuse(accepted)) {
+      this.#refuse(this.#nodeClient(accepted.resume())); // reads, and drops, what it sends: it gets a FIN, not a reset
       return;
     }
     let connection!: ServedConnection; // made below, before any read can arrive
     const { socket, reads } = this.#readerOf(accepted, (buf, n) => connection.receive(buf, n));
+    connection = this.#serve(this.#nodeClient(socket), reads);
+  }
+
+  #nodeClient(socket: Socket): NodeClientSocket {
+    socket.on('error', this.#onSocketError);
+    const client = new NodeClientSocket(socket, this.options.socketIo, this.#socketClosed);
+    this.#sockets.add(client);
+    return client;
+  }
+
+  #mustRefuse(peer: ClientPeer): boolean {
+    return this.#closing || (this.#connections.size >= this.options.maxConnections && !this.options.exemptFromLimit?.(peer));
+  }
+
+  #serve(client: ClientSocket, reads: ConnectionReads): ServedConnection {
     this.metrics.connectionsTotal++;
-    connection = new ServedConnection(socket, this.#context, reads);
-    this.#connections.set(socket, connection);
-    this.#track(socket);
+    const connection = new ServedConnection(client, this.#context, reads);
+    this.#connections.set(client, connection);
+    client.serve(connection);
+    const logger = this.options.logger;
     // Asked first: the peer's address is a system call and an object per connection, for a line rarely logged.
-    if (logger.isLevelEnabled('debug')) logger.debug({ remote: socket.remoteAddress, remotePort: socket.remotePort }, 'client connected');
+    if (logger.isLevelEnabled('debug')) logger.debug({ remote: client.remoteAddress, remotePort: client.remotePort }, 'client connected');
+    return connection;
   }
 
   /**
@@ -176,8 +250,6 @@ export class StoreServer {
    */
   #readerOf(accepted: Socket, receive: ReadReceiver): { readonly socket: Socket; readonly reads: ConnectionReads } {
     if (this.options.tls !== undefined) return this.#streamReads(accepted, receive);
-    const polled = this.#nativeReads?.adopt(accepted, receive);
-    if (polled !== undefined) return { socket: accepted, reads: { shared: true, native: true, switch: polled } };
     const adopted = this.#reads.adopt(accepted, receive, { allowHalfOpen: true });
     if (adopted !== undefined) return { socket: adopted, reads: { shared: true, native: false, switch: new StreamReadSwitch(adopted) } };
     if (!this.#warnedReads) this.options.logger.warn({ node: process.version }, 'shared read buffer unavailable on this Node version: reading with a buffer per read');
@@ -192,36 +264,34 @@ export class StoreServer {
     return { socket, reads: { shared: false, native: false, switch: new StreamReadSwitch(socket) } };
   }
 
-  /** Every socket is tracked until it closes, so destroy() leaves none behind. */
-  #track(socket: Socket): void {
-    socket.on('error', this.#onSocketError);
-    this.#sockets.add(socket);
-    socket.on('close', this.#onSocketClose);
+  /** A TLS connection in its handshake is tracked until it closes, so destroy() leaves none behind. */
+  #trackHandshake(raw: Socket): void {
+    raw.on('error', this.#onSocketError);
+    this.#handshaking.add(raw);
+    raw.once('close', () => this.#handshaking.delete(raw));
   }
 
-  /** A socket closed: it is forgotten, its connection too (and what reads it lets go of it). */
-  #closed(socket: Socket): void {
-    this.#sockets.delete(socket);
-    const connection = this.#connections.get(socket);
-    if (connection === undefined) return;
-    this.#connections.delete(socket);
-    connection.reads.switch.release?.();
+  /** A socket closed: it is forgotten, its connection too. */
+  #closed(client: ClientSocket): void {
+    this.#sockets.delete(client);
+    if (!this.#connections.delete(client)) return;
     if (this.#connections.size === 0) this.#onAllClosed?.();
   }
 
   /** Shutting down: closed at once. At MAX_CONNECTIONS: told once, then closed. */
-  #refuse(socket: Socket): void {
-    this.#track(socket);
+  #refuse(client: ClientSocket): void {
     if (this.#closing) {
-      socket.destroy();
+      client.destroy();
       return;
     }
     const { logger, maxConnections } = this.options;
+    const reply = MAX_CONNECTIONS_REPLY;
     this.metrics.rejectedConnections++;
-    this.metrics.sentBytes += MAX_CONNECTIONS_REPLY.length;
-    logger.warn({ remote: socket.remoteAddress, maxConnections }, 'max connections reached: refusing a connection');
-    socket.end(MAX_CONNECTIONS_REPLY);
-    lingerThenDestroy(socket);
+    this.metrics.sentBytes += reply.length;
+    logger.warn({ remote: client.remoteAddress, maxConnections }, 'max connections reached: refusing a connection');
+    const taken = client.writeNow(reply, reply.length);
+    if (taken < reply.length) client.queue(reply, Math.max(taken, 0), reply.length);
+    client.end();
   }
 
   /**
@@ -285,7 +355,7 @@ export class StoreServer {
     grace.unref();
     await allClosed;
     clearTimeout(grace);
-    this.#nativeReads?.close();
+    this.#native?.close();
   }
 
   /** Immediate and idempotent: closes the listener and destroys every socket. */
@@ -294,6 +364,7 @@ export class StoreServer {
     clearInterval(this.#sweep);
     if (this.server.listening) this.server.close();
     for (const socket of this.#sockets) socket.destroy();
-    this.#nativeReads?.close();
+    for (const raw of this.#handshaking) raw.destroy();
+    this.#native?.close();
   }
 }

@@ -1,5 +1,7 @@
 // The store's client-socket I/O in C (Linux): one epoll set of client sockets, polled by
-// the event loop as a single descriptor, and write(2) without Node's file-system binding.
+// the event loop as a single descriptor, and write(2) and shutdown(2) without Node's
+// streams. The poller reports a socket's input and, while its replies wait, that it takes
+// output again.
 //
 // Why: at pipeline depth 1 every command is one read and one write, and Node's path for
 // each (libuv's read callback, MakeCallback, the stream's onread; fs.writeSync's request
@@ -23,16 +25,21 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 /* Events taken from the kernel per poll; more ready sockets are served on the next one. */
 #define EVENTS_PER_POLL 256
+#define WANT_READ 1
+#define WANT_WRITE 2
 
 typedef struct Poller {
   napi_env env;
   int epfd;
   uv_poll_t poll;
   napi_ref on_read;  /* (id, n): n bytes in the buffer, 0 at end of input, -errno */
+  napi_ref on_writable;  /* (id): the socket takes output again (or failed: the write says how) */
   napi_ref buffer_ref;
   char *buffer;
   size_t buffer_len;
@@ -40,6 +47,8 @@ typedef struct Poller {
   napi_async_context async_context;
   /* watched[id] = the descriptor watched under id, or -1: a stale event is never read. */
   int *watched;
+  /* interest[id]: WANT_READ | WANT_WRITE, what the epoll set asks of watched[id]. */
+  unsigned char *interest;
   uint32_t watched_len;
   /* Descriptors watched: the poll keeps the event loop alive only while there are some. */
   uint32_t watching;
@@ -86,30 +95,43 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   for (int i = 0; i < count && !p->closed; i++) {
     uint32_t id = (uint32_t)(ready[i].data.u64 >> 32);
     int fd = (int)(ready[i].data.u64 & 0xffffffffu);
+    uint32_t events = ready[i].events;
     /* Unwatched (or closed) by JavaScript since the kernel reported it. */
     if (id >= p->watched_len || p->watched[id] != fd) continue;
-    ssize_t n;
-    do n = read(fd, p->buffer, p->buffer_len);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     napi_value argv[2];
-    napi_create_uint32(env, id, &argv[0]);
-    napi_create_int32(env, n < 0 ? -errno : (int32_t)n, &argv[1]);
-    if (napi_call_function(env, receiver, callback, 2, argv, NULL) == napi_pending_exception) {
-      napi_value error;
-      napi_get_and_clear_last_exception(env, &error);
-      napi_fatal_exception(env, error);
-      break;
+    if ((p->interest[id] & WANT_READ) && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+      ssize_t n;
+      do n = read(fd, p->buffer, p->buffer_len);
+      while (n < 0 && errno == EINTR);
+      if (!(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+        napi_create_uint32(env, id, &argv[0]);
+        napi_create_int32(env, n < 0 ? -errno : (int32_t)n, &argv[1]);
+        if (napi_call_function(env, receiver, callback, 2, argv, NULL) == napi_pending_exception) goto failed;
+      }
     }
+    /* The read's callback may have closed it, or stopped waiting for output. */
+    if (p->closed || p->on_writable == NULL || p->watched[id] != fd || !(p->interest[id] & WANT_WRITE)) continue;
+    if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
+      napi_value writable;
+      napi_get_reference_value(env, p->on_writable, &writable);
+      napi_create_uint32(env, id, &argv[0]);
+      if (napi_call_function(env, receiver, writable, 1, argv, NULL) == napi_pending_exception) goto failed;
+    }
+  }
+  if (0) {
+  failed:;
+    napi_value error;
+    napi_get_and_clear_last_exception(env, &error);
+    napi_fatal_exception(env, error);
   }
   napi_close_callback_scope(env, scope);
   napi_close_handle_scope(env, handles);
 }
 
-/* createPoller(buffer, onRead): a poller whose reads land in `buffer`. */
+/* createPoller(buffer, onRead[, onWritable]): a poller whose reads land in `buffer`. */
 static napi_value create_poller(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
+  size_t argc = 3;
+  napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   void *data;
   size_t len;
@@ -135,6 +157,9 @@ static napi_value create_poller(napi_env env, napi_callback_info info) {
   uv_unref((uv_handle_t *)&p->poll);
   napi_create_reference(env, argv[0], 1, &p->buffer_ref);
   napi_create_reference(env, argv[1], 1, &p->on_read);
+  napi_valuetype third = napi_undefined;
+  if (argc >= 3) napi_typeof(env, argv[2], &third);
+  if (third == napi_function) napi_create_reference(env, argv[2], 1, &p->on_writable);
   napi_value resource, name;
   napi_create_object(env, &resource);
   napi_create_reference(env, resource, 1, &p->resource_ref);
@@ -145,20 +170,45 @@ static napi_value create_poller(napi_env env, napi_callback_info info) {
   return external;
 }
 
-static int watched_set(Poller *p, uint32_t id, int fd) {
+/*
+ * Asks the epoll set for `want` (WANT_READ | WANT_WRITE) of `fd` under `id`: added,
+ * changed, or (want 0) taken out. `kernel` 0: only forgotten here, for a descriptor already
+ * closed (closing took it out of the set, and by then EPOLL_CTL_DEL could hit a new socket
+ * given the same number). 0, or -errno (the watch then stays as it was).
+ */
+static int set_interest(Poller *p, uint32_t id, int fd, unsigned want, int kernel) {
   if (id >= p->watched_len) {
+    if (want == 0) return 0;
     uint32_t len = p->watched_len == 0 ? 64 : p->watched_len;
     while (len <= id) len *= 2;
     int *grown = realloc(p->watched, len * sizeof(int));
     if (grown == NULL) return -ENOMEM;
-    for (uint32_t i = p->watched_len; i < len; i++) grown[i] = -1;
     p->watched = grown;
+    unsigned char *wants = realloc(p->interest, len);
+    if (wants == NULL) return -ENOMEM;
+    p->interest = wants;
+    for (uint32_t i = p->watched_len; i < len; i++) {
+      grown[i] = -1;
+      wants[i] = 0;
+    }
     p->watched_len = len;
   }
-  if (p->watched[id] < 0 && fd >= 0 && p->watching++ == 0) uv_ref((uv_handle_t *)&p->poll);
-  if (p->watched[id] >= 0 && fd < 0 && --p->watching == 0) uv_unref((uv_handle_t *)&p->poll);
-  p->watched[id] = fd;
+  int was = p->watched[id] == fd ? p->interest[id] : 0;
+  if (p->watched[id] != fd && p->watched[id] >= 0) return -EBUSY; /* another socket's id */
+  if (kernel && (unsigned)was != want) {
+    struct epoll_event ev = { .events = (want & WANT_READ ? EPOLLIN : 0) | (want & WANT_WRITE ? EPOLLOUT : 0), .data.u64 = ((uint64_t)id << 32) | (uint32_t)fd };
+    int op = was == 0 ? EPOLL_CTL_ADD : want == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+    if (epoll_ctl(p->epfd, op, fd, &ev) < 0 && !(op == EPOLL_CTL_ADD && errno == EEXIST)) return -errno;
+  }
+  if (was == 0 && want != 0 && p->watching++ == 0) uv_ref((uv_handle_t *)&p->poll);
+  if (was != 0 && want == 0 && --p->watching == 0) uv_unref((uv_handle_t *)&p->poll);
+  p->watched[id] = want == 0 ? -1 : fd;
+  p->interest[id] = (unsigned char)want;
   return 0;
+}
+
+static unsigned interest_of(Poller *p, uint32_t id, int fd) {
+  return id < p->watched_len && p->watched[id] == fd ? p->interest[id] : 0;
 }
 
 /* The (poller, fd, id) every watch call takes; 0 with an exception pending when they are not. */
@@ -183,53 +233,60 @@ static int poller_fd_id(napi_env env, napi_callback_info info, Poller **p, int32
   return 1;
 }
 
+static napi_value int_value(napi_env env, int32_t n) {
+  napi_value out;
+  napi_create_int32(env, n, &out);
+  return out;
+}
+
 /* watch(poller, fd, id): 0, or -errno. The socket's reads go to onRead(id, n) until unwatch. */
 static napi_value watch(napi_env env, napi_callback_info info) {
   Poller *p;
   int32_t fd;
   uint32_t id;
   if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
-  struct epoll_event ev = { .events = EPOLLIN, .data.u64 = ((uint64_t)id << 32) | (uint32_t)fd };
-  int result = watched_set(p, id, fd);
-  if (result == 0 && epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-    result = errno == EEXIST ? 0 : -errno;
-    if (result != 0) watched_set(p, id, -1);
-  }
-  napi_value out;
-  napi_create_int32(env, result, &out);
-  return out;
-}
-
-/*
- * Ends the watch of `fd` under `id` (if it is still that one). `remove`: take it out of
- * the epoll set too, which only an open descriptor needs: closing one already took it
- * out, and by then EPOLL_CTL_DEL could hit a new socket given the same number.
- */
-static napi_value stop_watching(napi_env env, napi_callback_info info, int remove) {
-  Poller *p;
-  int32_t fd;
-  uint32_t id;
-  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
-  if (id < p->watched_len && p->watched[id] == fd) {
-    watched_set(p, id, -1);
-    if (remove) epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, NULL);
-  }
-  return NULL;
+  return int_value(env, set_interest(p, id, fd, interest_of(p, id, fd) | WANT_READ, 1));
 }
 
 /* unwatch(poller, fd, id): no more reads of the socket, which is still open. */
 static napi_value unwatch(napi_env env, napi_callback_info info) {
-  return stop_watching(env, info, 1);
+  Poller *p;
+  int32_t fd;
+  uint32_t id;
+  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
+  set_interest(p, id, fd, interest_of(p, id, fd) & ~WANT_READ, 1);
+  return NULL;
+}
+
+/* watchWrites(poller, fd, id, on): 0, or -errno. While on, onWritable(id) says the socket takes output. */
+static napi_value watch_writes(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  Poller *p;
+  int32_t fd;
+  uint32_t id;
+  bool on = false;
+  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
+  if (argc < 4 || napi_get_value_bool(env, argv[3], &on) != napi_ok) return throw_error(env, "watchWrites(poller, fd, id, on)");
+  unsigned was = interest_of(p, id, fd);
+  return int_value(env, set_interest(p, id, fd, on ? was | WANT_WRITE : was & ~WANT_WRITE, 1));
 }
 
 /* forget(poller, fd, id): the socket under id was closed. */
 static napi_value forget(napi_env env, napi_callback_info info) {
-  return stop_watching(env, info, 0);
+  Poller *p;
+  int32_t fd;
+  uint32_t id;
+  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
+  set_interest(p, id, fd, 0, 0);
+  return NULL;
 }
 
 static void free_poller(uv_handle_t *handle) {
   Poller *p = handle->data;
   free(p->watched);
+  free(p->interest);
   free(p);
 }
 
@@ -245,6 +302,7 @@ static napi_value close_poller(napi_env env, napi_callback_info info) {
   close(p->epfd);
   napi_async_destroy(env, p->async_context);
   napi_delete_reference(env, p->on_read);
+  if (p->on_writable != NULL) napi_delete_reference(env, p->on_writable);
   napi_delete_reference(env, p->buffer_ref);
   napi_delete_reference(env, p->resource_ref);
   uv_close((uv_handle_t *)&p->poll, free_poller);
@@ -270,6 +328,16 @@ static napi_value write_bytes(napi_env env, napi_callback_info info) {
   napi_value out;
   napi_create_int32(env, n < 0 ? -errno : (int32_t)n, &out);
   return out;
+}
+
+/* shutdownWrite(fd): the FIN after the last reply (shutdown(SHUT_WR)); 0, or -errno. */
+static napi_value shutdown_write(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  int32_t fd;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok) return throw_error(env, "shutdownWrite(fd)");
+  return int_value(env, shutdown(fd, SHUT_WR) < 0 ? -errno : 0);
 }
 
 // mallopt(param, value): 1 when glibc took the setting, 0 when it refused it, -1 without
@@ -398,6 +466,8 @@ NAPI_MODULE_INIT() {
     { "watch", NULL, watch, NULL, NULL, NULL, napi_default, NULL },
     { "unwatch", NULL, unwatch, NULL, NULL, NULL, napi_default, NULL },
     { "forget", NULL, forget, NULL, NULL, NULL, napi_default, NULL },
+    { "watchWrites", NULL, watch_writes, NULL, NULL, NULL, napi_default, NULL },
+    { "shutdownWrite", NULL, shutdown_write, NULL, NULL, NULL, napi_default, NULL },
     { "closePoller", NULL, close_poller, NULL, NULL, NULL, napi_default, NULL },
     { "write", NULL, write_bytes, NULL, NULL, NULL, napi_default, NULL },
     { "mallopt", NULL, set_mallopt, NULL, NULL, NULL, napi_default, NULL },

@@ -1,0 +1,107 @@
+// The store's connections as descriptors (native-client-socket.ts): taken from Node's
+// listener without a net.Socket, read by the add-on's poller, written with write(2), with
+// what the kernel refuses queued here until the poller says the socket takes output again.
+// The store suites run through it by default (vitest.config.ts); here, what is its own.
+import { once } from 'node:events';
+import { readdirSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadSocketIo } from '../services/store/network/native-io.ts';
+import { destroyAll, track } from './helpers/cleanup.ts';
+import { startTestStore } from './helpers/store-harness.ts';
+import { b64 } from './helpers/base64.ts';
+
+afterEach(destroyAll);
+
+const built = 'io' in loadSocketIo();
+const openDescriptors = (): number => readdirSync('/proc/self/fd').length;
+
+/** A raw client that collects what it receives as text. */
+async function rawClient(port: number, options: { allowHalfOpen?: boolean } = {}): Promise<{ socket: Socket; text: () => string }> {
+  const socket = track(connect({ port, host: '127.0.0.1', ...options }));
+  await once(socket, 'connect');
+  let text = '';
+  socket.setEncoding('latin1').on('data', (c: string) => (text += c));
+  return { socket, text: () => text };
+}
+
+describe.skipIf(!built || process.platform !== 'linux')('native client sockets', () => {
+  it('serve connections Node never wraps in a net.Socket, and close every descriptor they had', async () => {
+    const store = await startTestStore({ nativeIo: 'on' });
+    let wrapped = 0;
+    store.service.server.server.on('connection', () => wrapped++);
+    const before = openDescriptors();
+    for (let round = 0; round < 3; round++) {
+      const clients = await Promise.all(Array.from({ length: 30 }, () => store.client()));
+      const replies = await Promise.all(clients.map((c, i) => c.request(`SET r${round}k${i} ${i}`).then(() => c.request(`GET r${round}k${i}`))));
+      expect(replies).toEqual(clients.map((_, i) => `VALUE ${b64(String(i))}`));
+      expect(store.service.server.connectionFlows().every((f) => f.nativeReads)).toBe(true);
+      // Closed every way a client goes: FIN, reset, QUIT.
+      clients.forEach((c, i) => (i % 3 === 0 ? c.socket.end() : i % 3 === 1 ? c.socket.resetAndDestroy() : c.send('QUIT\n')));
+      await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { timeout: 10_000, interval: 10 });
+    }
+    expect(wrapped).toBe(0);
+    // The clients' own descriptors are in this process too: all closed by now.
+    await vi.waitFor(() => expect(openDescriptors()).toBeLessThanOrEqual(before), { timeout: 10_000, interval: 10 });
+  });
+
+  it('queue what the kernel refuses and write it, in order and whole, once the client reads again', async () => {
+    const store = await startTestStore({ nativeIo: 'on' });
+    const value = 'v'.repeat(48 * 1024);
+    const setter = await store.client();
+    expect(await setter.request(`SET big ${value}`)).toBe('OK');
+    const reader = await rawClient(store.port);
+    reader.socket.pause(); // the kernel's buffers fill up
+    const gets = 200;
+    reader.socket.write(Array.from({ length: gets }, (_, i) => `GET big\nSET n${i} ${i}\nGET n${i}\n`).join(''));
+    await vi.waitFor(() => expect(store.service.server.connectionFlows().some((f) => f.writableLength > 0 && f.paused)).toBe(true), { timeout: 10_000, interval: 5 });
+    reader.socket.resume();
+    const expected = Array.from({ length: gets }, (_, i) => `VALUE ${b64(value)}\nOK\nVALUE ${b64(String(i))}\n`).join('');
+    await vi.waitFor(() => expect(reader.text().length).toBe(expected.length), { timeout: 10_000, interval: 10 });
+    expect(reader.text() === expected).toBe(true);
+    await vi.waitFor(() => expect(store.service.server.connectionFlows().every((f) => f.writableLength === 0 && !f.paused)).toBe(true), { timeout: 10_000, interval: 5 });
+    // And the connection goes on serving.
+    reader.socket.write('PING\n');
+    await vi.waitFor(() => expect(reader.text().endsWith('PONG\n')).toBe(true), { timeout: 10_000, interval: 5 });
+  });
+
+  it('after QUIT send the reply and a FIN, and cut off a client that keeps its side open once the linger is over', async () => {
+    const store = await startTestStore({ nativeIo: 'on' }, { lingerMs: 50 });
+    const client = await rawClient(store.port, { allowHalfOpen: true });
+    const ended = once(client.socket, 'end');
+    client.socket.write('SET q 1\nQUIT\n');
+    await ended; // the store's FIN; this side stays open
+    expect(client.text()).toBe('OK\nBYE\n');
+    // Then the store closes its descriptor (a connection is counted until its descriptor is closed).
+    await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { timeout: 10_000, interval: 10 });
+    expect(client.socket.destroyed).toBe(false);
+  });
+
+  it("close an ended connection as soon as its client's FIN comes, without waiting out the linger", async () => {
+    const store = await startTestStore({ nativeIo: 'on' }, { lingerMs: 600_000 });
+    const client = await rawClient(store.port, { allowHalfOpen: true });
+    const ended = once(client.socket, 'end');
+    client.socket.write('QUIT\n');
+    await ended;
+    expect(store.service.server.connectionCount).toBe(1); // lingering: waiting for this side
+    client.socket.end();
+    await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { timeout: 10_000, interval: 10 });
+  });
+
+  it('answer what a half-closed client sent, then end; and count a refused connection, told why, at MAX_CONNECTIONS', async () => {
+    const store = await startTestStore({ nativeIo: 'on', maxConnections: 1 }, { lingerMs: 600_000 });
+    const first = await rawClient(store.port, { allowHalfOpen: true });
+    first.socket.write('PING\n');
+    await vi.waitFor(() => expect(first.text()).toBe('PONG\n'), { timeout: 10_000, interval: 5 });
+    const refused = await rawClient(store.port, { allowHalfOpen: true });
+    await once(refused.socket, 'end');
+    expect(refused.text()).toBe('ERROR max connections reached\n');
+    refused.socket.end(); // its FIN closes it at once (the linger is ten minutes here)
+    await once(refused.socket, 'close');
+    const firstClosed = once(first.socket, 'close');
+    first.socket.end('SET h 1\nGET h\n'); // half-close right after the lines
+    await firstClosed;
+    expect(first.text()).toBe(`PONG\nOK\nVALUE ${b64('1')}\n`);
+    expect((await store.admin('/metrics')).body).toMatch(/^kvstore_rejected_connections_total 1$/m);
+  });
+});
