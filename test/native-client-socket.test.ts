@@ -10,6 +10,8 @@ import { loadSocketIo } from '../services/store/network/native-io.ts';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { b64 } from './helpers/base64.ts';
+import { ConnectionTable } from '../services/store/network/connection-table.ts';
+import { Secret } from '../services/shared/secret.ts';
 
 afterEach(destroyAll);
 
@@ -103,5 +105,70 @@ describe.skipIf(!built || process.platform !== 'linux')('native client sockets',
     await firstClosed;
     expect(first.text()).toBe(`PONG\nOK\nVALUE ${b64('1')}\n`);
     expect((await store.admin('/metrics')).body).toMatch(/^kvstore_rejected_connections_total 1$/m);
+  });
+
+  it("serve a new connection with a closed one's objects, keeping nothing of it: its password, a partial line, its QUIT, its queued replies", async () => {
+    const store = await startTestStore({ nativeIo: 'on', password: new Secret('secret-pw') });
+    const server = store.service.server;
+    const expectAuthRequired = async () => {
+      const fresh = await store.client();
+      expect(await fresh.request('GET k')).toBe('ERROR authentication required');
+      fresh.destroy();
+      await vi.waitFor(() => expect(server.connectionCount).toBe(0), { timeout: 10_000, interval: 5 });
+    };
+    // Authenticated, then closed by its client.
+    const a = await store.client();
+    expect(await a.request('AUTH secret-pw')).toBe('OK');
+    expect(await a.request('SET k 1')).toBe('OK');
+    a.destroy();
+    await vi.waitFor(() => expect(server.connectionCount).toBe(0), { timeout: 10_000, interval: 5 });
+    const reusedBefore = server.reusedConnections;
+    await expectAuthRequired();
+    expect(server.reusedConnections).toBeGreaterThan(reusedBefore);
+    // A partial line, then closed: the next connection's first line is its own.
+    const b = await store.client();
+    expect(await b.request('AUTH secret-pw')).toBe('OK');
+    b.send('SET partial');
+    await vi.waitFor(() => expect(server.connectionFlows()[0]?.bytesRead).toBeGreaterThan(15), { timeout: 10_000, interval: 5 });
+    b.destroy();
+    await vi.waitFor(() => expect(server.connectionCount).toBe(0), { timeout: 10_000, interval: 5 });
+    const c = await store.client();
+    expect(await c.request('AUTH secret-pw')).toBe('OK');
+    expect(await c.request('GET k')).toBe(`VALUE ${b64('1')}`);
+    expect(server.connectionFlows()[0]).toMatchObject({ bytesRead: 'AUTH secret-pw\nGET k\n'.length, bytesWritten: 'OK\n'.length + `VALUE ${b64('1')}\n`.length });
+    // QUIT with replies it never read queued, then reset.
+    const d = await rawClient(store.port);
+    d.socket.pause();
+    d.socket.write(`AUTH secret-pw\nSET big ${'x'.repeat(60_000)}\n${'GET big\n'.repeat(300)}QUIT\n`);
+    await vi.waitFor(() => expect(server.connectionFlows().some((f) => f.writableLength > 0)).toBe(true), { timeout: 10_000, interval: 5 });
+    d.socket.resetAndDestroy();
+    c.destroy();
+    await vi.waitFor(() => expect(server.connectionCount).toBe(0), { timeout: 10_000, interval: 5 });
+    await expectAuthRequired();
+    const e = await store.client();
+    expect(await e.request('AUTH secret-pw')).toBe('OK');
+    expect(await e.request('PING')).toBe('PONG');
+    expect(server.connectionFlows()).toMatchObject([{ writableLength: 0, paused: false }]);
+    expect(server.reusedConnections).toBeGreaterThanOrEqual(reusedBefore + 4);
+  });
+});
+
+describe('ConnectionTable', () => {
+  it('adds and removes in any order, each item knowing its slot, and goes through a copy', () => {
+    const table = new ConnectionTable<{ name: string; tableSlot: number }>();
+    const items = ['a', 'b', 'c', 'd'].map((name) => ({ name, tableSlot: -1 }));
+    for (const item of items) table.add(item);
+    table.add(items[0]!); // already in: no second slot
+    expect(table.size).toBe(4);
+    expect(table.remove(items[1]!)).toBe(true);
+    expect(table.remove(items[1]!)).toBe(false);
+    expect(items[1]!.tableSlot).toBe(-1);
+    const seen = table.values();
+    for (const item of seen) table.remove(item); // removing while going through the copy
+    expect(seen.map((i) => i.name).sort()).toEqual(['a', 'c', 'd']);
+    expect(table.size).toBe(0);
+    expect(items.every((i) => i.tableSlot === -1)).toBe(true);
+    table.add(items[2]!);
+    expect(table.values()).toEqual([items[2]]);
   });
 });

@@ -266,6 +266,23 @@ export class LineFramer {
     for (let i = 0; i < this.#queued.length; i++) this.#queued[i] = Buffer.from(this.#queued[i]!);
   }
 
+  /**
+   * Drops whatever it holds and frames a new stream from the start: a framer reused for
+   * another connection (never from inside deliver()).
+   */
+  reset(): void {
+    // As stop(), allocating nothing when it holds nothing (the common case).
+    this.#retireCopy();
+    this.#giveBack();
+    this.#chunk = null;
+    if (this.#queued.length > 0) this.#queued = [];
+    if (this.#pending.length > 0) this.#dropPending();
+    this.#stopped = false;
+    this.#overflowed = false;
+    this.#known = null;
+    this.#knownIndex = 0;
+  }
+
   /** Stops delivering lines (the rest of the stream is dropped), e.g. after QUIT. */
   stop(): void {
     this.#stopped = true;

@@ -26,6 +26,8 @@ export interface ClientSocket {
   destroy(): void;
   /** From now on `sink` hears what happens to the socket (and, for the add-on's, its input). */
   serve(sink: ClientSink): void;
+  /** Whom it serves (DROPPING_SINK until serve()). */
+  readonly sink: ClientSink;
 }
 
 /** Who is at the other end: what the store's own readiness probe is told apart by (MAX_CONNECTIONS does not count it). */

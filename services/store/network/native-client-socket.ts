@@ -15,11 +15,12 @@ export interface TcpHandle {
   readonly fd: number;
   setNoDelay(on: boolean): number;
   getpeername(out: { address?: string; port?: number }): number;
-  close(done?: () => void): void;
+  close(): void;
 }
 
 /** How the server hears of its native sockets: each close, and each error (as Node's socket would report it). */
 export interface NativeClientsOptions {
+  /** Called from destroy(), once its descriptor is closed: it must not call into the socket's connection. */
   readonly closed: (client: NativeClientSocket) => void;
   readonly failed: (client: NativeClientSocket, err: NodeJS.ErrnoException) => void;
   /** How long an ended socket waits for its peer's FIN (LINGER_MS; a test may set less). */
@@ -60,12 +61,15 @@ export class NativeClients {
     );
   }
 
-  /** A socket on `handle`, not yet read (serve() starts its reads); undefined when the handle has no descriptor. */
-  adopt(handle: TcpHandle): NativeClientSocket | undefined {
+  /**
+   * A socket on `handle`, not yet read (serve() starts its reads): `reuse`, a closed socket
+   * of these, when given, else a new one; undefined when the handle has no descriptor.
+   */
+  adopt(handle: TcpHandle, reuse?: NativeClientSocket): NativeClientSocket | undefined {
     const fd = handle.fd;
     if (this.closed || !(fd >= 0)) return undefined;
     const id = this.#freeIds.pop() ?? this.watched.length;
-    const socket = new NativeClientSocket(this, handle, fd, id);
+    const socket = reuse !== undefined && reuse.destroyed ? reuse.reopen(handle, fd, id) : new NativeClientSocket(this, handle, fd, id);
     this.watched[id] = socket;
     return socket;
   }
@@ -121,9 +125,9 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
   readonly shared = true;
   readonly native = true;
   readonly #clients: NativeClients;
-  readonly #handle: TcpHandle;
-  readonly #fd: number;
-  readonly #id: number;
+  #handle: TcpHandle;
+  #fd: number;
+  #id: number;
   #sink: ClientSink = DROPPING_SINK;
   /** Its descriptor is watched for input. */
   #reading = false;
@@ -143,6 +147,28 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
     this.#fd = fd;
     this.#id = id;
     handle.setNoDelay(true);
+  }
+
+  /** The same object on a new connection, as if made anew (NativeClients.adopt): only once destroyed. */
+  reopen(handle: TcpHandle, fd: number, id: number): this {
+    this.#handle = handle;
+    this.#fd = fd;
+    this.#id = id;
+    this.#sink = DROPPING_SINK;
+    this.#reading = false;
+    this.#inputEnded = false;
+    this.#ending = false;
+    this.#finSent = false;
+    this.#destroyed = false;
+    this.#queue.length = 0;
+    this.#queued = 0;
+    this.#peer = undefined;
+    handle.setNoDelay(true);
+    return this;
+  }
+
+  get sink(): ClientSink {
+    return this.#sink;
   }
 
   get switch(): ReadSwitch {
@@ -241,8 +267,11 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
     c.stopLingering(this);
     if (!c.closed) c.io.forget(c.poller, this.#fd, this.#id);
     c.release(this.#id);
-    // As a net.Socket's 'close': after the descriptor is closed, never within this call.
-    this.#handle.close(() => c.options.closed(this));
+    // libuv closes the descriptor within this call (uv_close of a TCP handle); the handle
+    // itself goes at the next turn. No callback: one would be a closure and a property
+    // added to the handle, per connection.
+    this.#handle.close();
+    c.options.closed(this);
   }
 
   /** The poller read n bytes into its buffer (0: end of input; -errno: the read failed). */

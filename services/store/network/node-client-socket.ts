@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { fs } from '../../shared/builtins.ts';
-import { LINGER_MS, type ClientSink, type ClientSocket } from './client-socket.ts';
+import { DROPPING_SINK, LINGER_MS, type ClientSink, type ClientSocket } from './client-socket.ts';
 import { nativeWrite, SocketFdCache, type SocketIo } from './native-io.ts';
 
 /**
@@ -55,6 +55,7 @@ export class NodeClientSocket implements ClientSocket {
   readonly socket: Socket;
   readonly #io: SocketIo | undefined;
   readonly #fd = new SocketFdCache();
+  #sink: ClientSink = DROPPING_SINK;
 
   /** `io`: the add-on whose write(2) replies go through first, if built. `closed` is called once, when the socket has closed. */
   constructor(socket: Socket, io: SocketIo | undefined, closed: (client: NodeClientSocket) => void) {
@@ -102,7 +103,12 @@ export class NodeClientSocket implements ClientSocket {
   }
 
   /** Its drains and its client's FIN go to `sink`; its input reaches the sink the server's way (tcp-server.ts #readerOf). */
+  get sink(): ClientSink {
+    return this.#sink;
+  }
+
   serve(sink: ClientSink): void {
+    this.#sink = sink;
     const socket = this.socket;
     socket.on('drain', () => sink.drained());
     socket.on('end', () => sink.inputEnded());

@@ -118,6 +118,13 @@ export class ReplyBuffer {
     return n;
   }
 
+  /** Empty, as new, for another connection; what it held goes back to the pool (its socket dropped its queue). */
+  reset(): void {
+    if (this.#inFlight !== null) this.#pool.give(this.#inFlight);
+    this.discard();
+    this.#handed = 0;
+  }
+
   /** Drops what was built (the socket is gone). */
   discard(): void {
     if (this.#target !== EMPTY) this.#pool.give(this.#target);

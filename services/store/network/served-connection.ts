@@ -110,7 +110,10 @@ export interface ConnectionReads {
  * clients together make a turn much longer than TURN_BUDGET_MS.
  */
 export class ServedConnection implements TurnWork, LineSink, ClientSink {
-  readonly socket: ClientSocket;
+  /** Its socket; another one after reopen(). */
+  socket: ClientSocket;
+  /** Its slot in the server's table of open connections (-1: not open). */
+  tableSlot = -1;
   turnQueues = 0;
   readonly #ctx: ConnectionContext;
   readonly #framer: LineFramer;
@@ -129,8 +132,8 @@ export class ServedConnection implements TurnWork, LineSink, ClientSink {
   /** Wrong passwords it sent; MAX_AUTH_FAILURES closes it. */
   #authFailures = 0;
 
-  /** How its input is read (the server releases the switch when the socket closes). */
-  readonly reads: ConnectionReads;
+  /** How its input is read. */
+  reads: ConnectionReads;
 
   /** The server calls socket.serve(connection) once it is made: the connection is its socket's sink. */
   constructor(socket: ClientSocket, context: ConnectionContext, reads: ConnectionReads) {
@@ -141,6 +144,27 @@ export class ServedConnection implements TurnWork, LineSink, ClientSink {
     this.#replies = new ReplyBuffer(context.replyPool);
     // The connection is its framer's sink: no closures of its own per connection.
     this.#framer = new LineFramer(context.maxLineBytes, this, context.heldCopies);
+  }
+
+  /**
+   * The same object serving a new connection, as if made anew: a closed connection is
+   * reused (tcp-server.ts) only once no turn queue holds it (turnQueues 0), so nothing of
+   * its old life can reach the new socket. Returns itself.
+   */
+  reopen(socket: ClientSocket, reads: ConnectionReads): this {
+    this.socket = socket;
+    this.reads = reads;
+    this.#state = OPEN;
+    this.#budget = COMMANDS_PER_TURN;
+    this.#stallSince = 0;
+    this.#stallUnsent = 0;
+    this.#activeAt = performance.now();
+    this.#bytesRead = 0;
+    this.#authenticated = !this.#ctx.runner.passwordRequired;
+    this.#authFailures = 0;
+    this.#framer.reset();
+    this.#replies.reset();
+    return this;
   }
 
   /** The socket's sink: its queued replies are with the kernel. */

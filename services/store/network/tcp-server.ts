@@ -6,7 +6,7 @@ import { listen } from '../../shared/listen.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { ServedConnection, TURN_SLICE_MS, type ConnectionContext, type ConnectionFlow, type ConnectionReads } from './served-connection.ts';
 import type { SocketIo } from './native-io.ts';
-import { NativeClients, type TcpHandle } from './native-client-socket.ts';
+import { NativeClients, NativeClientSocket, type TcpHandle } from './native-client-socket.ts';
 import { NodeClientSocket } from './node-client-socket.ts';
 import { DROPPING_SINK, type ClientPeer, type ClientSocket } from './client-socket.ts';
 import { listenerHandle } from '../../shared/node-internals.ts';
@@ -18,6 +18,7 @@ import type { StoreEngine } from '../engine/engine-api.ts';
 import { TURN_BUDGET, type StoreMetrics } from '../store-metrics.ts';
 import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
+import { ConnectionTable } from './connection-table.ts';
 import type { PasswordCheck } from './password-check.ts';
 import { createTlsListener, type TlsListenerOptions } from './tls-listener.ts';
 
@@ -60,6 +61,14 @@ export interface StoreServerOptions {
 }
 
 /**
+ * Closed connections kept to serve new ones: a connection's objects (its state, framer,
+ * reply buffer and native socket, ~0.7 KB) are then made once, not per connection, and a
+ * churn of short connections leaves the collector about what its commands do. As many
+ * as a burst of closes is likely to see reopened; the rest are left to the collector.
+ */
+const SPARE_CONNECTIONS = 256;
+
+/**
  * How often the connection sweep runs: a quarter of the shorter time-out, and at least
  * once a second, so a connection is closed at most that much after its time-out (as
  * Redis's clientsCron closes idle clients).
@@ -84,8 +93,8 @@ export class StoreServer {
   readonly server: Server;
   readonly #context: ConnectionContext;
   /** The connections served, by socket. */
-  readonly #connections = new Map<ClientSocket, ServedConnection>();
-  /** Every client socket, refused ones included, so destroy() leaves none behind. */
+  readonly #connections = new ConnectionTable<ServedConnection>();
+  /** Every net.Socket client, refused ones included, so destroy() leaves none behind (the native ones: #native). */
   readonly #sockets = new Set<ClientSocket>();
   /** TLS connections still in their handshake (tls-listener.ts), for destroy() too. */
   readonly #handshaking = new Set<Socket>();
@@ -95,6 +104,9 @@ export class StoreServer {
   readonly #startedAt = performance.now();
   readonly #reads = new SharedReadBuffer();
   readonly #native: NativeClients | undefined;
+  /** Closed native connections whose objects serve the next ones (#acceptHandle). */
+  readonly #spare: ServedConnection[] = [];
+  #reused = 0;
   readonly #sweep: NodeJS.Timeout | undefined;
   #closing = false;
   #warnedReads = false;
@@ -151,6 +163,11 @@ export class StoreServer {
     }
   }
 
+  /** Connections served by a closed one's objects (for tests and diagnostics). */
+  get reusedConnections(): number {
+    return this.#reused;
+  }
+
   get connectionCount(): number {
     return this.#connections.size;
   }
@@ -158,7 +175,7 @@ export class StoreServer {
   /** Flow-control state of each open connection (for tests and diagnostics). */
   connectionFlows(): ConnectionFlow[] {
     const { idleTimeoutMs } = this.options;
-    return [...this.#connections.values()].map((c) => ({ ...c.flow, idleTimeoutMs }));
+    return this.#connections.values().map((c) => ({ ...c.flow, idleTimeoutMs }));
   }
 
   /** New certificate, key and CA for the connections accepted from now on (TLS only; those open keep theirs). */
@@ -193,20 +210,28 @@ export class StoreServer {
     };
   }
 
-  /** An accepted connection as a descriptor (#takeAccepts). */
+  /**
+   * An accepted connection as a descriptor (#takeAccepts), served by a closed connection's
+   * objects where there is one no turn queue still holds (#closed keeps them), else by new ones.
+   */
   #acceptHandle(handle: TcpHandle): void {
-    const client = this.#native!.adopt(handle);
+    let spare = this.#spare.pop();
+    while (spare !== undefined && spare.turnQueues !== 0) spare = this.#spare.pop(); // left to the collector
+    const native = this.#native!;
+    const client = native.adopt(handle, spare?.socket as NativeClientSocket | undefined);
     if (client === undefined) {
       handle.close();
       return;
     }
-    this.#sockets.add(client);
+    // Not in #sockets: the native clients close their own (destroy(), #native.close()).
     if (this.#mustRefuse(client)) {
       client.serve(DROPPING_SINK); // reads, and drops, what it sends: it gets a FIN, not a reset
       this.#refuse(client);
       return;
     }
-    this.#serve(client, client);
+    const reused = spare?.socket === client ? spare : undefined;
+    if (reused !== undefined) this.#reused++;
+    this.#serve(client, client, reused);
   }
 
   /** An accepted net.Socket: every TLS connection, and all of them without the native add-on. */
@@ -232,10 +257,10 @@ export class StoreServer {
     return this.#closing || (this.#connections.size >= this.options.maxConnections && !this.options.exemptFromLimit?.(peer));
   }
 
-  #serve(client: ClientSocket, reads: ConnectionReads): ServedConnection {
+  #serve(client: ClientSocket, reads: ConnectionReads, reuse?: ServedConnection): ServedConnection {
     this.metrics.connectionsTotal++;
-    const connection = new ServedConnection(client, this.#context, reads);
-    this.#connections.set(client, connection);
+    const connection = reuse !== undefined ? reuse.reopen(client, reads) : new ServedConnection(client, this.#context, reads);
+    this.#connections.add(connection);
     client.serve(connection);
     const logger = this.options.logger;
     // Asked first: the peer's address is a system call and an object per connection, for a line rarely logged.
@@ -271,10 +296,12 @@ export class StoreServer {
     raw.once('close', () => this.#handshaking.delete(raw));
   }
 
-  /** A socket closed: it is forgotten, its connection too. */
+  /** A socket closed: it is forgotten, its connection too (a native one's kept for the next connection, up to SPARE_CONNECTIONS). */
   #closed(client: ClientSocket): void {
     this.#sockets.delete(client);
-    if (!this.#connections.delete(client)) return;
+    const connection = client.sink;
+    if (!(connection instanceof ServedConnection) || !this.#connections.remove(connection)) return;
+    if (client instanceof NativeClientSocket && this.#spare.length < SPARE_CONNECTIONS && !this.#closing) this.#spare.push(connection);
     if (this.#connections.size === 0) this.#onAllClosed?.();
   }
 
