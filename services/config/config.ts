@@ -73,7 +73,7 @@ export const storeSettings = {
     env: 'STORE_NATIVE_IO',
     default: 'auto',
     description:
-      'Client sockets read and written by the store\'s C add-on (built by `npm ci` where a C compiler and Node\'s headers are present; Linux): `auto` uses it when built, else Node\'s own socket I/O; `on` refuses to start without it; `off` never uses it. Never with TLS (STORE_TLS_CERT_FILE): Node\'s TLS stack serves those sockets, and `on` is refused with it.',
+      'Client connections served by the store\'s C add-on (built by `npm ci` where a C compiler and Node\'s headers are present; Linux): taken from the listener without a `net.Socket`, read, written and ended through it; `auto` uses it when built, else Node\'s own socket I/O; `on` refuses to start without it; `off` never uses it. Never with TLS (STORE_TLS_CERT_FILE): Node\'s TLS stack serves those sockets, and `on` is refused with it.',
     parse: oneOf<NativeIoMode>('auto', 'on', 'off'),
   },
   password: {
