@@ -153,6 +153,40 @@ describe.skipIf(!built || process.platform !== 'linux')('native client sockets',
   });
 });
 
+describe.skipIf(!built || process.platform !== 'linux')('what the server keeps for reuse', () => {
+  /** 20 clients, each pipelining 50 GETs of a 1 KB value at once, then closed. */
+  async function busyThenClosed(store: Awaited<ReturnType<typeof startTestStore>>): Promise<void> {
+    const setter = await store.client();
+    expect(await setter.request(`SET v ${'x'.repeat(1000)}`)).toBe('OK');
+    setter.destroy();
+    const clients = await Promise.all(Array.from({ length: 20 }, () => rawClient(store.port)));
+    const reply = `VALUE ${b64('x'.repeat(1000))}\n`;
+    for (const c of clients) c.socket.write('GET v\n'.repeat(50));
+    await vi.waitFor(() => expect(clients.every((c) => c.text().length === reply.length * 50)).toBe(true), { timeout: 10_000, interval: 5 });
+    for (const c of clients) c.socket.destroy();
+    await vi.waitFor(() => expect(store.service.server.connectionCount).toBe(0), { timeout: 10_000, interval: 5 });
+  }
+
+  it('is let go of by releaseIdle: reply buffers, input copies and closed connections', async () => {
+    const store = await startTestStore({ nativeIo: 'on' }, { idleTrimMs: 60_000 });
+    await busyThenClosed(store);
+    const server = store.service.server;
+    expect(server.kept.replyBuffers).toBeGreaterThan(0);
+    expect(server.kept.connections).toBeGreaterThan(0);
+    server.releaseIdle();
+    expect(server.kept).toEqual({ replyBuffers: 0, inputCopies: 0, connections: 0 });
+    // And it serves on as before.
+    const c = await store.client();
+    expect(await c.request('GET v')).toBe(`VALUE ${b64('x'.repeat(1000))}`);
+  });
+
+  it('is let go of once the store stands idle', async () => {
+    const store = await startTestStore({ nativeIo: 'on' }, { idleTrimMs: 50 });
+    await busyThenClosed(store);
+    await vi.waitFor(() => expect(store.service.server.kept).toEqual({ replyBuffers: 0, inputCopies: 0, connections: 0 }), { timeout: 10_000, interval: 20 });
+  });
+});
+
 describe('ConnectionTable', () => {
   it('adds and removes in any order, each item knowing its slot, and goes through a copy', () => {
     const table = new ConnectionTable<{ name: string; tableSlot: number }>();

@@ -325,6 +325,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
           release: (trimOfSpell) => {
             if (trimOfSpell > 0) return;
             engine.releaseSparePages();
+            tcp.releaseIdle();
             collectIdleGarbage();
           },
         });

@@ -32,4 +32,10 @@ export class HeldInputPool implements HeldCopies {
     if (buf.length === COPY_BYTES && this.#free.length < MAX_FREE) this.#free.push(buf);
     else freeNow(buf);
   }
+
+  /** Frees the copies kept (a store standing idle): their memory leaves the process. */
+  releaseFree(): void {
+    for (let i = 0; i < this.#free.length; i++) freeNow(this.#free[i]!);
+    this.#free.length = 0;
+  }
 }

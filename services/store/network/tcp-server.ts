@@ -106,6 +106,8 @@ export class StoreServer {
   readonly #native: NativeClients | undefined;
   /** Closed native connections whose objects serve the next ones (#acceptHandle). */
   readonly #spare: ServedConnection[] = [];
+  /** Where connections' copies of held input come from (one pool for all). */
+  readonly #heldCopies = new HeldInputPool();
   #reused = 0;
   readonly #sweep: NodeJS.Timeout | undefined;
   #closing = false;
@@ -138,7 +140,7 @@ export class StoreServer {
       turnSliceMs: options.turnSliceMs ?? TURN_SLICE_MS,
       runner,
       replyPool: new ReplyBufferPool(),
-      heldCopies: new HeldInputPool(),
+      heldCopies: this.#heldCopies,
       turns: new TurnScheduler({ before: () => runner.prefetchHeld(), after: () => runner.releaseHeld() }, options.turnBudgetMs, (n) => {
         options.metrics.connectionYields[TURN_BUDGET] += n;
       }),
@@ -161,6 +163,22 @@ export class StoreServer {
       this.#sweep = setInterval(() => this.#sweepConnections(), period);
       this.#sweep.unref();
     }
+  }
+
+  /**
+   * The store stands idle: what the server keeps for the next busy moment goes (the reply
+   * buffers and input copies kept for reuse, closed connections' objects), so its memory
+   * leaves the process (the buffers at once, the objects at the idle collection).
+   */
+  releaseIdle(): void {
+    this.#context.replyPool.releaseFree();
+    this.#heldCopies.releaseFree();
+    this.#spare.length = 0;
+  }
+
+  /** Kept for reuse now: reply buffers, input copies, closed connections (for tests and diagnostics). */
+  get kept(): { readonly replyBuffers: number; readonly inputCopies: number; readonly connections: number } {
+    return { replyBuffers: this.#context.replyPool.freeCount, inputCopies: this.#heldCopies.freeCount, connections: this.#spare.length };
   }
 
   /** Connections served by a closed one's objects (for tests and diagnostics). */
