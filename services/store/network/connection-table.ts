@@ -5,7 +5,7 @@ export interface Slotted {
 
 /**
  * The open connections, in an array each knows its slot in: adding and removing change a
- * slot, never allocate (a Map of them rehashed every few hundred connections under a churn
+ * slot, never allocate (a Map of them rehashes every few hundred connections under a churn
  * of short ones, ~0.1 KB a connection for the collector).
  */
 export class ConnectionTable<T extends Slotted> {

@@ -9,7 +9,7 @@ import type { ConnectionReads } from './served-connection.ts';
  * The TCP handle Node's listener makes for each accepted connection (libuv's): the store
  * takes it from the listener (tcp-server.ts) instead of the net.Socket Node would wrap it
  * in. A net.Socket with its stream states and event emitter is ~4 KB of JavaScript per
- * connection, most of what a short connection left to the collector.
+ * connection, most of what a short connection would leave to the collector.
  */
 export interface TcpHandle {
   readonly fd: number;
