@@ -271,12 +271,8 @@ export class LineFramer {
    * another connection (never from inside deliver()).
    */
   reset(): void {
-    // As stop(), allocating nothing when it holds nothing (the common case).
-    this.#retireCopy();
+    this.#dropInput();
     this.#giveBack();
-    this.#chunk = null;
-    if (this.#queued.length > 0) this.#queued = [];
-    if (this.#pending.length > 0) this.#dropPending();
     this.#stopped = false;
     this.#overflowed = false;
     this.#known = null;
@@ -286,9 +282,14 @@ export class LineFramer {
   /** Stops delivering lines (the rest of the stream is dropped), e.g. after QUIT. */
   stop(): void {
     this.#stopped = true;
+    this.#dropInput();
+  }
+
+  /** Drops every byte it holds (allocating nothing when it holds none: a reused framer's common case). */
+  #dropInput(): void {
     this.#retireCopy();
     this.#chunk = null;
-    this.#queued = [];
+    if (this.#queued.length > 0) this.#queued = [];
     this.#dropPending();
   }
 
@@ -333,7 +334,8 @@ export class LineFramer {
 
   /** Frees the pieces of an incomplete line (they are the framer's alone). */
   #dropPending(): void {
-    for (const piece of this.#pending) freeNow(piece);
+    const pending = this.#pending;
+    for (let i = 0; i < pending.length; i++) freeNow(pending[i]!);
     this.#pending.length = 0;
     this.#pendingBytes = 0;
   }
@@ -355,10 +357,7 @@ export class LineFramer {
 
   #overflow(): void {
     this.#overflowed = true;
-    this.#retireCopy();
-    this.#chunk = null;
-    this.#queued = [];
-    this.#dropPending();
+    this.#dropInput();
     this.#sink.onOverflow();
   }
 }

@@ -287,7 +287,6 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
     }
     this.#inputEnded = true;
     this.pause();
-    this.#reading = false;
     if (this.#finSent) this.destroy(); // both sides are done
     else this.#sink.inputEnded();
   }

@@ -118,8 +118,12 @@ export class StoreServer {
     this.options = options;
     this.metrics = options.metrics;
     const logger = options.logger;
+    // Asked first: a native socket's peer address is a system call, for a line rarely logged.
+    const logSocketError = (err: Error, client: ClientPeer): void => {
+      if (logger.isLevelEnabled('debug')) logger.debug({ err: err.message, remote: client.remoteAddress }, 'client socket error');
+    };
     this.#onSocketError = function (this: Socket, err: Error): void {
-      logger.debug({ err: err.message, remote: this.remoteAddress }, 'client socket error');
+      logSocketError(err, this);
     };
     const closed = (client: ClientSocket): void => this.#closed(client);
     this.#socketClosed = closed;
@@ -130,9 +134,7 @@ export class StoreServer {
         ? undefined
         : new NativeClients(options.socketIo, {
             closed,
-            failed: (client, err) => {
-              if (logger.isLevelEnabled('debug')) logger.debug({ err: err.message, remote: client.remoteAddress }, 'client socket error');
-            },
+            failed: (client, err) => logSocketError(err, client),
             lingerMs: options.lingerMs,
           });
     this.#context = {

@@ -211,11 +211,15 @@ static unsigned interest_of(Poller *p, uint32_t id, int fd) {
   return id < p->watched_len && p->watched[id] == fd ? p->interest[id] : 0;
 }
 
-/* The (poller, fd, id) every watch call takes; 0 with an exception pending when they are not. */
-static int poller_fd_id(napi_env env, napi_callback_info info, Poller **p, int32_t *fd, uint32_t *id) {
-  size_t argc = 3;
-  napi_value argv[3];
+/*
+ * The (poller, fd, id) every watch call takes, and in `more` (when not NULL) the argument
+ * after them, or NULL; 0 with an exception pending when they are not.
+ */
+static int poller_fd_id(napi_env env, napi_callback_info info, Poller **p, int32_t *fd, uint32_t *id, napi_value *more) {
+  size_t argc = 4;
+  napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (more != NULL) *more = argc >= 4 ? argv[3] : NULL;
   if (argc < 3) {
     napi_throw_type_error(env, NULL, "expected (poller, fd, id)");
     return 0;
@@ -244,7 +248,7 @@ static napi_value watch(napi_env env, napi_callback_info info) {
   Poller *p;
   int32_t fd;
   uint32_t id;
-  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
+  if (!poller_fd_id(env, info, &p, &fd, &id, NULL)) return NULL;
   return int_value(env, set_interest(p, id, fd, interest_of(p, id, fd) | WANT_READ, 1));
 }
 
@@ -253,22 +257,20 @@ static napi_value unwatch(napi_env env, napi_callback_info info) {
   Poller *p;
   int32_t fd;
   uint32_t id;
-  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
+  if (!poller_fd_id(env, info, &p, &fd, &id, NULL)) return NULL;
   set_interest(p, id, fd, interest_of(p, id, fd) & ~WANT_READ, 1);
   return NULL;
 }
 
 /* watchWrites(poller, fd, id, on): 0, or -errno. While on, onWritable(id) says the socket takes output. */
 static napi_value watch_writes(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   Poller *p;
   int32_t fd;
   uint32_t id;
+  napi_value arg;
   bool on = false;
-  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
-  if (argc < 4 || napi_get_value_bool(env, argv[3], &on) != napi_ok) return throw_error(env, "watchWrites(poller, fd, id, on)");
+  if (!poller_fd_id(env, info, &p, &fd, &id, &arg)) return NULL;
+  if (arg == NULL || napi_get_value_bool(env, arg, &on) != napi_ok) return throw_error(env, "watchWrites(poller, fd, id, on)");
   unsigned was = interest_of(p, id, fd);
   return int_value(env, set_interest(p, id, fd, on ? was | WANT_WRITE : was & ~WANT_WRITE, 1));
 }
@@ -278,7 +280,7 @@ static napi_value forget(napi_env env, napi_callback_info info) {
   Poller *p;
   int32_t fd;
   uint32_t id;
-  if (!poller_fd_id(env, info, &p, &fd, &id)) return NULL;
+  if (!poller_fd_id(env, info, &p, &fd, &id, NULL)) return NULL;
   set_interest(p, id, fd, 0, 0);
   return NULL;
 }
