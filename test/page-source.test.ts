@@ -75,6 +75,58 @@ describe('page sources', () => {
     arena.free(arena.large, arena.alloc(arena.large, 0, 100_000));
   });
 
+  const releasePage = 'io' in addon ? addon.io.releasePage?.bind(addon.io) : undefined;
+
+  it.skipIf(process.platform !== 'linux')("a released page's memory leaves at once, and the page stays usable, reading as zeros", () => {
+    expect(releasePage, 'the native add-on with releasePage (npm ci builds it)').toBeTypeOf('function');
+    const source = new MappedPageSource(mapPage!, releasePage);
+    const bytes = 64 << 20;
+    const page = source.alloc(bytes);
+    const view = new Uint8Array(page);
+    view.fill(7);
+    const written = residentMiB();
+    expect(source.release!(page)).toBe(true);
+    // At once: no turn, no collection.
+    expect(written - residentMiB()).toBeGreaterThan(56);
+    expect(page.detached).toBe(false);
+    expect(view[0] === 0 && view[bytes - 1] === 0 && view.every((b) => b === 0)).toBe(true);
+    view.fill(9, 0, 4096);
+    expect(view[4095]).toBe(9);
+    page.transfer(0);
+    expect(() => releasePage!(42 as never)).toThrow(/ArrayBuffer/);
+  });
+
+  it.skipIf(process.platform !== 'linux')('an arena on pages that are released keeps an emptied page for its class, holding no memory, and maps no new one at the edge', () => {
+    const source = new MappedPageSource(mapPage!, releasePage);
+    const arena = new RecordArena(1 << 26, { pageSource: source });
+    const cls = arena.classOf(4000);
+    const c = arena.classes[cls]!;
+    const fill = (chunk: number, byte: number): void => c.write(chunk, 0, Buffer.alloc(4000, byte), 0, 4000);
+    const chunks = Array.from({ length: c.perPage + 1 }, (_, owner) => arena.alloc(cls, owner, 4000));
+    for (const chunk of chunks) fill(chunk, 0xaa);
+    const second = c.pages[1]!;
+    // The second page empties: it leaves the count and its memory goes back, but it stays mapped for the next.
+    arena.free(cls, chunks.pop()!);
+    expect(c.pages.length).toBe(1);
+    expect(arena.pageBytes).toBe(c.pageBytes);
+    expect(c.emptied?.page).toBe(second);
+    expect((second.buffer as ArrayBuffer).detached).toBe(false);
+    expect(second.every((b) => b === 0)).toBe(true);
+    // Across the edge and back a thousand times: the same page every time.
+    for (let i = 0; i < 1000; i++) {
+      const chunk = arena.alloc(cls, 1000 + i, 4000);
+      expect(c.pageOf(chunk)).toBe(second);
+      fill(chunk, i & 0xff);
+      arena.free(cls, chunk);
+    }
+    expect(arena.pageBytes).toBe(c.pageBytes);
+    // An idle store's release unmaps it.
+    arena.releaseSparePages();
+    expect(c.emptied).toBeNull();
+    expect((second.buffer as ArrayBuffer).detached).toBe(true);
+    expect(arena.verify((owner, k, chunk) => k === cls && chunks[owner] === chunk)).toBe(chunks.length);
+  });
+
   it("a thread's pages arrive whole and zeroed, one per call, and are this thread's to write and detach", async () => {
     const source = threadSource();
     await source.ready();

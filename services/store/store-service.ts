@@ -149,7 +149,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const arenaMax = appliedMallocArenaMax();
   const addon = loadSocketIo();
   const mapPage = 'io' in addon ? addon.io.mapPage?.bind(addon.io) : undefined;
-  const mappedPages = mapPage === undefined ? undefined : new MappedPageSource(mapPage);
+  const mappedPages = mapPage === undefined ? undefined : new MappedPageSource(mapPage, 'io' in addon ? addon.io.releasePage?.bind(addon.io) : undefined);
   const threadPages =
     mappedPages === undefined && mmapThreshold !== null
       ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })

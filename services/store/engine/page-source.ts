@@ -28,6 +28,12 @@ export interface PageSource {
    * class's pages, not a large record's), so a source may get the next one ready ahead.
    */
   alloc(bytes: number, again?: boolean): ArrayBuffer;
+  /**
+   * Gives the memory of `page` (one of this source's) back to the OS now and keeps it
+   * usable: it reads as zeros and is committed again as it is written. True when it did;
+   * absent from sources that cannot (malloc's), whose pages are freed instead.
+   */
+  release?(page: ArrayBuffer): boolean;
   /** Stops whatever the source runs (nothing for the serving thread's malloc). */
   close(): Promise<void>;
 }
@@ -38,12 +44,17 @@ export const THIS_THREAD_PAGES: PageSource = {
   close: async () => {},
 };
 
-/** Pages mapped one by one by the native add-on's mapPage (see the top of this file). */
+/**
+ * Pages mapped one by one by the native add-on's mapPage (see the top of this file); with
+ * its releasePage, a page's memory can go back while its mapping stays (the arena reuses it).
+ */
 export class MappedPageSource implements PageSource {
   readonly #mapPage: (bytes: number) => ArrayBuffer;
+  readonly release?: (page: ArrayBuffer) => boolean;
 
-  constructor(mapPage: (bytes: number) => ArrayBuffer) {
+  constructor(mapPage: (bytes: number) => ArrayBuffer, releasePage?: (page: ArrayBuffer) => number) {
     this.#mapPage = mapPage;
+    if (releasePage !== undefined) this.release = (page) => releasePage(page) === 0;
   }
 
   alloc(bytes: number): ArrayBuffer {

@@ -115,6 +115,15 @@ export class SizeClass {
   /** Chunks in use: 0..count-1. */
   count = 0;
   /**
+   * Unused chunks at which the class gives back its last page: a page when the page source
+   * can release a page's memory and keep its mapping (the emptied page waits below for the
+   * class's next one), else a page and a half (a spare page kept, so records coming and
+   * going at a page's edge do not map and unmap a page each time).
+   */
+  readonly spareBound: number;
+  /** The class's last page given back, its memory released and its mapping kept (with its views), for its next page; null when none. */
+  emptied: { page: Buffer; words: Int32Array; view: DataView } | null = null;
+  /**
    * Most chunks the class can hold: the arena never holds more than its maxBytes, so
    * never more than maxBytes / size of them (and never more than the engine's keys).
    */
@@ -132,14 +141,15 @@ export class SizeClass {
   /** owners.length, kept here: a resizable buffer's length is slower to read. */
   ownerCap = INITIAL_OWNERS;
 
-  /** `maxBytes`: the most the arena holds (see RecordArena); `pageTarget`: its smallest page. */
-  constructor(size: number, maxBytes: number, pageTarget: number) {
+  /** `maxBytes`: the most the arena holds (see RecordArena); `pageTarget`: its smallest page; `releases`: whether its page source releases pages. */
+  constructor(size: number, maxBytes: number, pageTarget: number, releases: boolean) {
     this.size = size;
     const shift = size > 0 ? pageShift(size, pageTarget) : 0;
     this.shift = shift;
     this.mask = (1 << shift) - 1;
     this.perPage = 1 << shift;
     this.pageBytes = size << shift;
+    this.spareBound = releases ? this.perPage : unusedChunksBound(this.perPage);
     // A large record takes more than LARGE_RECORD_BYTES. Twice that, for headroom: an
     // overwrite holds its old chunk and its new one for a moment.
     const chunks = Math.ceil(maxBytes / (size > 0 ? size : LARGE_RECORD_BYTES));
@@ -201,9 +211,9 @@ export class SizeClass {
     return this.size > 0 ? this.pages.length * this.pageBytes : this.pages.reduce((sum, p) => sum + largeBytes(p.length), 0);
   }
 
-  /** Whether the last page can go: a page and a half unused (a page for one-chunk pages) leaves one spare. */
+  /** Whether the last page goes: spareBound chunks unused. */
   get lastPageSpare(): boolean {
-    return this.pages.length * this.perPage - this.count >= unusedChunksBound(this.perPage);
+    return this.pages.length * this.perPage - this.count >= this.spareBound;
   }
 }
 
@@ -228,7 +238,7 @@ function pageShift(size: number, pageTarget: number): number {
   return shift;
 }
 
-/** Unused chunks at which a class gives back its last page (and under which it holds them): a page and a half. */
+/** Unused chunks at which a class whose pages cannot be released gives back its last page (and under which it holds them): a page and a half. */
 const unusedChunksBound = (perPage: number): number => perPage + ((perPage + 1) >> 1);
 
 /**
@@ -276,6 +286,8 @@ export class RecordArena {
   /** Bytes of the classes' owner arrays. */
   #ownerBytes = 0;
   readonly #pageSource: PageSource;
+  /** Whether the page source releases a page's memory in place (PageSource.release). */
+  readonly #releases: boolean;
 
   /**
    * `maxBytes`: the most the arena will ever hold (the engine's footprint limit); sizes the
@@ -288,9 +300,10 @@ export class RecordArena {
     { pageTarget = arenaPageTarget(maxBytes), pageSource = THIS_THREAD_PAGES }: RecordArenaOptions = {},
   ) {
     this.#pageSource = pageSource;
+    this.#releases = pageSource.release !== undefined;
     if (!Number.isSafeInteger(pageTarget) || pageTarget < MIN_PAGE_TARGET) throw new RangeError(`pageTarget must be at least ${MIN_PAGE_TARGET}, got ${pageTarget}`);
     const sizes = classSizes();
-    this.classes = [...sizes.map((s) => new SizeClass(s, maxBytes, pageTarget)), new SizeClass(0, maxBytes, pageTarget)];
+    this.classes = [...sizes.map((s) => new SizeClass(s, maxBytes, pageTarget, this.#releases)), new SizeClass(0, maxBytes, pageTarget, false)];
     this.large = sizes.length;
     if (this.large > 255) throw new Error('record arena: more size classes than the engine can record');
     this.#classBy4 = new Uint8Array((LARGE_RECORD_BYTES >> 2) + 1);
@@ -340,10 +353,18 @@ export class RecordArena {
       c.views[i] = new DataView(page.buffer, 0, page.length);
       this.#pageBytes += held;
     } else if (i === c.pages.length << c.shift) {
-      const page = newPage(this.#pageSource, c.pageBytes, true);
-      c.pages.push(page);
-      c.words.push(new Int32Array(page.buffer));
-      c.views.push(new DataView(page.buffer));
+      const emptied = c.emptied;
+      if (emptied !== null) {
+        c.emptied = null;
+        c.pages.push(emptied.page);
+        c.words.push(emptied.words);
+        c.views.push(emptied.view);
+      } else {
+        const page = newPage(this.#pageSource, c.pageBytes, true);
+        c.pages.push(page);
+        c.words.push(new Int32Array(page.buffer));
+        c.views.push(new DataView(page.buffer));
+      }
       this.#pageBytes += c.pageBytes;
     }
     if (i >= c.ownerCap) {
@@ -397,6 +418,7 @@ export class RecordArena {
     }
     c.count = last;
     if (c.size > 0 && c.lastPageSpare) this.#freeLastPage(c);
+
     if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
       const n = c.ownerCap >> 1;
       c.ownerRegion.resize(n * 4);
@@ -409,13 +431,18 @@ export class RecordArena {
   /**
    * Frees every page no record uses: the spare page each class keeps so that records
    * coming and going at a page's edge do not map and unmap it each time (see free), and so
-   * an empty class's last page. For a store that stands idle (after a delete of most keys,
+   * an empty class's last page; and unmaps the emptied pages kept for reuse, which hold no
+   * memory, only their mappings. For a store that stands idle (after a delete of most keys,
    * up to a page and a half per class stays otherwise). Returns the bytes freed.
    */
   releaseSparePages(): number {
     let freed = 0;
     for (const c of this.classes) {
       if (c.size === 0) continue;
+      if (c.emptied !== null) {
+        freeNow(c.emptied.page);
+        c.emptied = null;
+      }
       const needed = Math.ceil(c.count / c.perPage);
       while (c.pages.length > needed) {
         this.#freeLastPage(c);
@@ -425,12 +452,18 @@ export class RecordArena {
     return freed;
   }
 
-  /** Frees the last page of class `c` (of a size class, not of large records), which holds no record. */
+  /**
+   * Gives back the last page of class `c` (of a size class, not of large records), which
+   * holds no record: its memory released and the page kept for the class's next one when
+   * the source can (one per class), else freed.
+   */
   #freeLastPage(c: SizeClass): void {
-    freeNow(c.pages.pop()!);
-    c.words.pop();
-    c.views.pop();
+    const page = c.pages.pop()!;
+    const words = c.words.pop()!;
+    const view = c.views.pop()!;
     this.#pageBytes -= c.pageBytes;
+    if (c.emptied === null && this.#releases && this.#pageSource.release!(page.buffer as ArrayBuffer)) c.emptied = { page, words, view };
+    else freeNow(page);
   }
 
   /** Checks every class's pages and owners against `ownerOk(owner, cls, chunk)`; throws on the first violation. */

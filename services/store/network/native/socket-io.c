@@ -402,6 +402,27 @@ static napi_value map_page(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// releasePage(buffer): gives the memory of a page from mapPage back to the OS now
+// (madvise MADV_DONTNEED) and keeps the mapping: the buffer stays usable and reads as
+// zeros, its memory committed again as it is written. The arena keeps a page it has
+// emptied this way for its class's next one (record-arena.ts): no mapping is made or
+// unmapped, and no JavaScript object is made, at a class's page edge. Returns 0, or -errno.
+static napi_value release_page(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  void* data = NULL;
+  size_t length = 0;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || napi_get_arraybuffer_info(env, argv[0], &data, &length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "releasePage(buffer): buffer must be an ArrayBuffer from mapPage");
+    return NULL;
+  }
+  int32_t result = length == 0 || madvise(data, length, MADV_DONTNEED) == 0 ? 0 : -errno;
+  napi_value out;
+  napi_create_int32(env, result, &out);
+  return out;
+}
+
 // mallocTrim(done): gives the free memory of malloc's heaps back to the OS (glibc's
 // malloc_trim(0)) on a thread of libuv's pool, then calls done(1 when some went back, 0 when
 // none, -1 without glibc). The store calls it once it has been idle for a while
@@ -475,6 +496,7 @@ NAPI_MODULE_INIT() {
     { "mallopt", NULL, set_mallopt, NULL, NULL, NULL, napi_default, NULL },
     { "mapPage", NULL, map_page, NULL, NULL, NULL, napi_default, NULL },
     { "mallocTrim", NULL, trim_malloc, NULL, NULL, NULL, napi_default, NULL },
+    { "releasePage", NULL, release_page, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof(methods) / sizeof(methods[0]), methods);
   return exports;
