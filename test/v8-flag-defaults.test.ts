@@ -1,5 +1,11 @@
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { flagGiven } from '../services/store/runtime/v8-flag-defaults.ts';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/young-generation-growth.ts', import.meta.url));
+const youngGeneration = (mode: string): { before: number; largest: number } =>
+  JSON.parse(execFileSync(process.execPath, [FIXTURE, mode], { encoding: 'utf8', timeout: 60_000 })) as { before: number; largest: number };
 
 describe('the store\'s V8 flag defaults yield to the command line', () => {
   it('finds the flag with a value, in either spelling', () => {
@@ -17,5 +23,15 @@ describe('the store\'s V8 flag defaults yield to the command line', () => {
     expect(flagGiven(flag, ['--no-memory_reducer'])).toBe(true);
     expect(flagGiven(flag, ['--memory-reducer-for-small-heaps'])).toBe(false);
     expect(flagGiven(flag, ['--trace-memory-reducer'])).toBe(false);
+  });
+});
+
+describe("the store's young generation", () => {
+  it('stays small under a steady allocation with objects in flight, where V8 would grow it to tens of MiB', () => {
+    const v8 = youngGeneration('v8-defaults');
+    const store = youngGeneration('store-defaults');
+    expect(v8.largest).toBeGreaterThan(4 * v8.before);
+    expect(store.largest).toBeLessThanOrEqual(8 * 2 ** 20);
+    expect(store.largest).toBeLessThan(v8.largest / 4);
   });
 });

@@ -25,18 +25,24 @@
 // with malloc; the store runs with glibc's mmap threshold fixed below the smallest page
 // (runtime/malloc-tuning.ts), so each page is mapped on its own, its memory committed as records
 // fill it, and unmapped the moment it is freed, without the garbage collector and without
-// malloc keeping holes. A class takes a page when its pages are full and gives its last one
-// back once a page and a half is unused, keeping one spare (so a SET/DELETE at a page edge
-// does not map and unmap each time). The page target bounds how many mappings the arena
-// makes (about 8,000 at the cap), which the kernel limits (vm.max_map_count, 65,530 by
-// default), and what a class holds unused (under 1.5 pages).
+// malloc keeping holes. A class takes a page when its pages are full. It gives its last
+// one back as soon as the page is empty when the page source can release a page in place
+// (the add-on's releasePage: the memory leaves at once, the mapping stays), and keeps that
+// page, one per class, for its next one: a SET/DELETE at a page edge maps and unmaps
+// nothing and makes no JavaScript object, and an empty page holds no memory (under churn
+// at a 64 MiB cap that page is ~7 MiB of RSS a store no longer holds:
+// docs/benchmarks.md#memory-under-churn). Other sources keep a spare page instead: the last
+// page goes once a page and a half is unused. The page target bounds how many mappings the
+// arena makes (about 8,000 at the cap), which the kernel limits (vm.max_map_count, 65,530
+// by default), and what a class holds unused (under 1.5 pages).
 //
 // Records larger than LARGE_RECORD_BYTES get a buffer of exactly their size each (class
 // LARGE), freed (detached, which unmaps it) when the record goes; freeing one moves the
 // last buffer reference instead of copying bytes.
 //
 // Memory held is therefore the live records, their rounding (at most ~6%, or 3 bytes),
-// and under 1.5 pages per class in use (arenaSlackBytes): footprintBytes, which the engine
+// and under 1.5 pages per class in use (arenaSlackBytes; under one page with a source that
+// releases pages): footprintBytes, which the engine
 // holds under a limit derived from its memory cap.
 //
 // The arena knows nothing of keys. Each chunk records its owner (the engine's slot

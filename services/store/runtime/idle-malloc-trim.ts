@@ -17,7 +17,7 @@
 // garbage and a grown young generation), on the serving thread, the store gives back what
 // it holds itself (`release`, told which trim of the spell comes next): the record arena's
 // spare pages (up to a page and a half per size class, ~14 MiB at a 64 MiB cap once every
-// key is deleted), and what waits for the collector (idle-collection.ts), before the first
+// key is deleted; with the add-on none, only the emptied pages' mappings), and what waits for the collector (idle-collection.ts), before the first
 // trim.
 
 /** Trims per idle spell. */
