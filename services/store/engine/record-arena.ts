@@ -29,7 +29,7 @@
 // one back as soon as the page is empty when the page source can release a page in place
 // (the add-on's releasePage: the memory leaves at once, the mapping stays), and keeps that
 // page, one per class, for its next one: a SET/DELETE at a page edge maps and unmaps
-// nothing and makes no JavaScript object, and an empty page holds no memory (under churn
+// nothing and makes no new page or views, and an empty page holds no memory (under churn
 // at a 64 MiB cap that page is ~7 MiB of RSS a store no longer holds:
 // docs/benchmarks.md#memory-under-churn). Other sources keep a spare page instead: the last
 // page goes once a page and a half is unused. The page target bounds how many mappings the
@@ -424,7 +424,6 @@ export class RecordArena {
     }
     c.count = last;
     if (c.size > 0 && c.lastPageSpare) this.#freeLastPage(c);
-
     if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
       const n = c.ownerCap >> 1;
       c.ownerRegion.resize(n * 4);

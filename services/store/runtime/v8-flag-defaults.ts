@@ -62,7 +62,9 @@ export const HEAP_GROWING_PERCENT = 200;
  *   small young generation costs more, shorter scavenges: depth 1 and depth 16 throughput
  *   and the worst PING of an 8,000,000-key load were the same within the runs' spread
  *   (docs/benchmarks.md#memory-under-churn). It stays the size the isolate starts with,
- *   or the idle collection leaves (1 MiB semi-spaces).
+ *   or the idle collection leaves (1 MiB semi-spaces), under the launch flag's bound
+ *   (launch-flags.ts), which holds it where this cannot (V8 still grows it a little when
+ *   nearly all of it survives).
  * - V8's bytecode flushing, off. V8 throws away the bytecode (and the type feedback) of a
  *   function that has not run for six full collections: the first connection's path, warm
  *   from start-up, would be parsed and compiled again at the first client's commands after

@@ -406,7 +406,7 @@ static napi_value map_page(napi_env env, napi_callback_info info) {
 // (madvise MADV_DONTNEED) and keeps the mapping: the buffer stays usable and reads as
 // zeros, its memory committed again as it is written. The arena keeps a page it has
 // emptied this way for its class's next one (record-arena.ts): no mapping is made or
-// unmapped, and no JavaScript object is made, at a class's page edge. Returns 0, or -errno.
+// unmapped, and no new page or views are made, at a class's page edge. Returns 0, or -errno.
 static napi_value release_page(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
