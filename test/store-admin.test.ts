@@ -323,6 +323,7 @@ describe('main.ts', () => {
       '--heap-growing-percent=200',
       '--external-memory-accounted-in-global-limit',
       '--no-memory-reducer',
+      '--semi-space-growth-factor=1',
       '--no-flush-bytecode',
     ]);
     // Where start-up went, from the process's start: its parts add up to the whole, and the
