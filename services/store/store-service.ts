@@ -157,7 +157,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const pageSource = mappedPages ?? threadPages ?? THIS_THREAD_PAGES;
   // TLS connections are read and written by Node's TLS stack, never the add-on (it would
   // see ciphertext): with TLS on it is not loaded, and the warm-up runs Node's socket path.
-  const socketIo = config.tls === undefined ? chooseSocketIo(config.nativeIo, logger) : undefined;
+  const socketIo = config.tls === undefined ? chooseSocketIo(config.nativeIo, logger, () => addon) : undefined;
   const createEngine = (): KvEngine =>
     new KvEngine({ maxMemoryBytes: config.maxMemoryBytes, evictionPolicy: config.evictionPolicy, now: deps.now, pageSource });
   const maxLineBytes = lineBound(config.maxValueBytes);

@@ -1,6 +1,7 @@
 import { getSystemErrorName } from 'node:util';
 import { constants } from 'node:os';
 import { LINGER_MS, DROPPING_SINK, type ClientSink, type ClientSocket } from './client-socket.ts';
+import { checkPeriodMs } from './check-period.ts';
 import type { PollerHandle, SocketIo } from './native-io.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import type { ConnectionReads } from './served-connection.ts';
@@ -84,7 +85,7 @@ export class NativeClients {
     const lingerMs = this.options.lingerMs ?? LINGER_MS;
     this.#lingering.set(socket, performance.now() + lingerMs);
     if (this.#lingerTimer === undefined) {
-      this.#lingerTimer = setInterval(() => this.#cutLingering(), Math.max(1, Math.min(1000, lingerMs / 4)));
+      this.#lingerTimer = setInterval(() => this.#cutLingering(), checkPeriodMs(lingerMs));
       this.#lingerTimer.unref();
     }
   }

@@ -19,6 +19,7 @@ import { TURN_BUDGET, type StoreMetrics } from '../store-metrics.ts';
 import { HeldInputPool } from './held-input-pool.ts';
 import { TurnScheduler } from './turn-scheduler.ts';
 import { ConnectionTable } from './connection-table.ts';
+import { checkPeriodMs } from './check-period.ts';
 import type { PasswordCheck } from './password-check.ts';
 import { createTlsListener, type TlsListenerOptions } from './tls-listener.ts';
 
@@ -69,17 +70,14 @@ export interface StoreServerOptions {
 const SPARE_CONNECTIONS = 256;
 
 /**
- * How often the connection sweep runs: a quarter of the shorter time-out, and at least
- * once a second, so a connection is closed at most that much after its time-out (as
- * Redis's clientsCron closes idle clients).
+ * How often the connection sweep runs, for the time-outs in effect (0 = off): that of the
+ * shorter (checkPeriodMs), so a connection is closed at most that much after its time-out;
+ * undefined when both are off.
  */
-const SWEEP_MAX_MS = 1000;
-
-/** The sweep's period for the time-outs in effect (0 = off); undefined when both are off. */
 export function sweepPeriodMs(idleTimeoutMs: number, outputStallTimeoutMs: number): number | undefined {
   const timeouts = [idleTimeoutMs, outputStallTimeoutMs].filter((t) => t > 0);
   if (timeouts.length === 0) return undefined;
-  return Math.max(1, Math.min(SWEEP_MAX_MS, Math.min(...timeouts) / 4));
+  return checkPeriodMs(Math.min(...timeouts));
 }
 
 /**

@@ -362,9 +362,7 @@ static napi_value set_mallopt(napi_env env, napi_callback_info info) {
   (void)value;
   int32_t result = -1;
 #endif
-  napi_value out;
-  napi_create_int32(env, result, &out);
-  return out;
+  return int_value(env, result);
 }
 
 // mapPage(bytes): a zeroed ArrayBuffer of its own mapping (mmap), unmapped when the buffer
@@ -417,10 +415,7 @@ static napi_value release_page(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "releasePage(buffer): buffer must be an ArrayBuffer from mapPage");
     return NULL;
   }
-  int32_t result = length == 0 || madvise(data, length, MADV_DONTNEED) == 0 ? 0 : -errno;
-  napi_value out;
-  napi_create_int32(env, result, &out);
-  return out;
+  return int_value(env, length == 0 || madvise(data, length, MADV_DONTNEED) == 0 ? 0 : -errno);
 }
 
 // mallocTrim(done): gives the free memory of malloc's heaps back to the OS (glibc's
