@@ -6,7 +6,8 @@
 //
 //   node bench/memory-churn.ts [--max-memory 67108864] [--max-value 65536] [--keys 20000]
 //        [--ops 200000] [--sizes uniform|log] [--connections 4] [--depth 8]
-//        [--sample-ms 500] [--settle-ms 5000] [--idle-ms 3000] [--built] [--json]
+//        [--sample-ms 500] [--settle-ms 5000] [--idle-ms 3000] [--built]
+//        [--store-node-args '<flags>'] [--json]
 //
 // The store runs as a child process (ports chosen by the OS). Its memory is read from its
 // own /metrics (the baseline once it has stood idle for --idle-ms, long enough for its
@@ -46,6 +47,8 @@ export interface ChurnOptions {
   readonly built: boolean;
   /** Extra environment for the store (e.g. an eviction policy). */
   readonly env?: Record<string, string>;
+  /** Extra flags for the store's node, after the image's launch flags (V8 takes the last). */
+  readonly nodeArgs?: readonly string[];
   readonly log?: (line: string) => void;
 }
 
@@ -154,7 +157,7 @@ export async function runMemoryChurn(options: Partial<ChurnOptions> = {}): Promi
   };
 
   if (o.built) buildDist(process.cwd());
-  const store = await startStore({ env: { MAX_MEMORY_BYTES: String(o.maxMemoryBytes), MAX_VALUE_BYTES: String(o.maxValueBytes), ...o.env }, built: o.built });
+  const store = await startStore({ env: { MAX_MEMORY_BYTES: String(o.maxMemoryBytes), MAX_VALUE_BYTES: String(o.maxValueBytes), ...o.env }, built: o.built, nodeArgs: o.nodeArgs });
   const connections: ChurnConnection[] = [];
   const samples: ChurnSample[] = [];
   const started = performance.now();
@@ -267,7 +270,7 @@ export function formatChurnReport(r: ChurnReport): string {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const a = parseOptions(
     'Usage: node bench/memory-churn.ts [--max-memory B] [--max-value B] [--keys N] [--ops N] [--sizes uniform|log] ' +
-      '[--connections N] [--depth N] [--sample-ms MS] [--settle-ms MS] [--idle-ms MS] [--built] [--policy lru|noeviction] [--json]',
+      '[--connections N] [--depth N] [--sample-ms MS] [--settle-ms MS] [--idle-ms MS] [--built] [--policy lru|noeviction] [--store-node-args FLAGS] [--json]',
     {
       'max-memory': { type: 'string' },
       'max-value': { type: 'string' },
@@ -281,6 +284,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       'idle-ms': { type: 'string' },
       built: { type: 'boolean', default: false },
       policy: { type: 'string' },
+      'store-node-args': { type: 'string', default: '' },
       json: { type: 'boolean', default: false },
     },
   );
@@ -304,6 +308,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     idleMs: int('idle-ms', a['idle-ms'], 3000),
     built: a.built ?? false,
     env: a.policy === undefined ? {} : { EVICTION_POLICY: a.policy },
+    nodeArgs: (a['store-node-args'] ?? '').split(' ').filter(Boolean),
   });
   console.log(a.json ? JSON.stringify(report) : formatChurnReport(report));
 }
