@@ -1,12 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { STORE_NODE_FLAGS } from '../services/store/runtime/launch-flags.ts';
 
 const fixture = fileURLToPath(new URL('./fixtures/engine-growth-collections.ts', import.meta.url));
 
-/** Full collections while an engine grows by `mib` MiB of values, in a fresh process. */
+/** Full collections while an engine grows by `mib` MiB of values, in a fresh process (with the store's launch flags for `store-defaults`). */
 function fullCollections(mode: 'store-defaults' | 'v8-defaults', mib: number): number {
-  const run = spawnSync(process.execPath, [fixture, mode, String(mib)], { encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [...(mode === 'store-defaults' ? STORE_NODE_FLAGS : []), fixture, mode, String(mib)], { encoding: 'utf8' });
   expect(run.status, run.stderr).toBe(0);
   const result = JSON.parse(run.stdout.trim()) as { keys: number; fullCollections: number };
   expect(result.keys).toBe(mib * 16);

@@ -23,7 +23,10 @@ describe("the store's launch flags", () => {
   it('count as given in either spelling or with another value, and as missing otherwise', () => {
     expect(missingLaunchFlags([])).toEqual([...STORE_NODE_FLAGS]);
     expect(missingLaunchFlags([...STORE_NODE_FLAGS])).toEqual([]);
-    expect(missingLaunchFlags(['--max_semi_space_size=16'])).toEqual([]);
+    expect(missingLaunchFlags(['--max_semi_space_size=16', '--memory-balancer'])).toEqual([]);
+    // An operator's --no-memory-balancer is their choice, not a missing flag.
+    expect(missingLaunchFlags(['--max-semi-space-size=4', '--no-memory_balancer'])).toEqual([]);
+    expect(missingLaunchFlags(['--max-semi-space-size=4'])).toEqual(['--memory-balancer']);
     expect(missingLaunchFlags(['--max-old-space-size=4'])).toEqual([...STORE_NODE_FLAGS]);
   });
 

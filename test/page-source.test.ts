@@ -96,6 +96,34 @@ describe('page sources', () => {
     expect(() => releasePage!(42 as never)).toThrow(/ArrayBuffer/);
   });
 
+  const releaseRange = 'io' in addon ? addon.io.releaseRange?.bind(addon.io) : undefined;
+
+  it.skipIf(process.platform !== 'linux')("a released range's whole OS pages leave at once; the bytes around them stay", () => {
+    expect(releaseRange, 'the native add-on with releaseRange (npm ci builds it)').toBeTypeOf('function');
+    const source = new MappedPageSource(mapPage!, releasePage, releaseRange);
+    const bytes = 64 << 20;
+    const page = source.alloc(bytes);
+    const view = new Uint8Array(page);
+    view.fill(7);
+    const written = residentMiB();
+    // From mid-way into an OS page to mid-way into another: only the pages wholly inside go.
+    const from = 1000;
+    const to = bytes - 1000;
+    expect(source.releaseRange!(page, from, to)).toBe(true);
+    expect(written - residentMiB()).toBeGreaterThan(56);
+    expect(view.subarray(0, 4096).every((b) => b === 7)).toBe(true);
+    expect(view.subarray(bytes - 4096).every((b) => b === 7)).toBe(true);
+    expect(view.subarray(4096, bytes - 4096).every((b) => b === 0)).toBe(true);
+    // A range within one OS page releases nothing.
+    view.fill(5, 8192, 12288);
+    expect(source.releaseRange!(page, 8200, 12000)).toBe(true);
+    expect(view.subarray(8192, 12288).every((b) => b === 5)).toBe(true);
+    expect(() => releaseRange!(page, 10, 5)).toThrow(RangeError);
+    expect(() => releaseRange!(page, 0, bytes + 1)).toThrow(RangeError);
+    expect(() => releaseRange!(42 as never, 0, 1)).toThrow(/ArrayBuffer/);
+    page.transfer(0);
+  });
+
   it.skipIf(process.platform !== 'linux')('an arena on pages that are released keeps an emptied page for its class, holding no memory, and maps no new one at the edge', () => {
     const source = new MappedPageSource(mapPage!, releasePage);
     const arena = new RecordArena(1 << 26, { pageSource: source });

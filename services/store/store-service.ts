@@ -148,8 +148,9 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
   const mmapThreshold = appliedMallocThreshold();
   const arenaMax = appliedMallocArenaMax();
   const addon = loadSocketIo();
-  const mapPage = 'io' in addon ? addon.io.mapPage?.bind(addon.io) : undefined;
-  const mappedPages = mapPage === undefined ? undefined : new MappedPageSource(mapPage, 'io' in addon ? addon.io.releasePage?.bind(addon.io) : undefined);
+  const io = 'io' in addon ? addon.io : undefined;
+  const mapPage = io?.mapPage?.bind(io);
+  const mappedPages = mapPage === undefined ? undefined : new MappedPageSource(mapPage, io?.releasePage?.bind(io), io?.releaseRange?.bind(io));
   const threadPages =
     mappedPages === undefined && mmapThreshold !== null
       ? new ThreadPageSource({ onFallback: (why) => logger.warn({ why }, 'record pages now come from the serving thread: freed records may stay resident') })
@@ -313,7 +314,7 @@ export async function startStoreService(config: StoreConfig, deps: StoreDeps): P
 
   const background = new BackgroundWork({ engine, periodMs: deps.sweepIntervalMs ?? SWEEP_INTERVAL_MS, sliceMs: SWEEP_SLICE_MS, rehashMs: REHASH_STEP_MS });
   background.start();
-  const mallocTrim = 'io' in addon ? addon.io.mallocTrim?.bind(addon.io) : undefined;
+  const mallocTrim = io?.mallocTrim?.bind(io);
   const idleTrim =
     mallocTrim === undefined
       ? undefined

@@ -34,6 +34,12 @@ export interface PageSource {
    * absent from sources that cannot (malloc's), whose pages are freed instead.
    */
   release?(page: ArrayBuffer): boolean;
+  /**
+   * As release, for the OS pages wholly within bytes [from, to) of `page`: the free end of
+   * a size class's last page as its records leave. True when it did; absent from sources
+   * that cannot.
+   */
+  releaseRange?(page: ArrayBuffer, from: number, to: number): boolean;
   /** Stops whatever the source runs (nothing for the serving thread's malloc). */
   close(): Promise<void>;
 }
@@ -51,10 +57,16 @@ export const THIS_THREAD_PAGES: PageSource = {
 export class MappedPageSource implements PageSource {
   readonly #mapPage: (bytes: number) => ArrayBuffer;
   readonly release?: (page: ArrayBuffer) => boolean;
+  readonly releaseRange?: (page: ArrayBuffer, from: number, to: number) => boolean;
 
-  constructor(mapPage: (bytes: number) => ArrayBuffer, releasePage?: (page: ArrayBuffer) => number) {
+  constructor(
+    mapPage: (bytes: number) => ArrayBuffer,
+    releasePage?: (page: ArrayBuffer) => number,
+    releaseRange?: (page: ArrayBuffer, from: number, to: number) => number,
+  ) {
     this.#mapPage = mapPage;
     if (releasePage !== undefined) this.release = (page) => releasePage(page) === 0;
+    if (releaseRange !== undefined) this.releaseRange = (page, from, to) => releaseRange(page, from, to) === 0;
   }
 
   alloc(bytes: number): ArrayBuffer {

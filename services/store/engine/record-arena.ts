@@ -10,7 +10,7 @@
 // Layout. A record of n bytes goes to the smallest size class that fits it: multiples of
 // 4 bytes up to 256 (the rounding of a 100-byte value with its key costs at most 3 bytes,
 // where steps of 8 cost up to 7: 4 bytes of RSS per key on average, see
-// docs/benchmarks.md#memory-per-key), then steps of about 6% up to
+// docs/benchmarks.md#memory-per-key), then steps of about 4% up to
 // LARGE_RECORD_BYTES. A class holds its records densely, as chunks 0..count-1: chunk i is
 // in page i >> shift, at byte (i & mask) * size. Freeing chunk i moves the class's last
 // chunk into its place (one copy of at most LARGE_RECORD_BYTES), so a class never has
@@ -40,7 +40,7 @@
 // LARGE), freed (detached, which unmaps it) when the record goes; freeing one moves the
 // last buffer reference instead of copying bytes.
 //
-// Memory held is therefore the live records, their rounding (at most ~6%, or 3 bytes),
+// Memory held is therefore the live records, their rounding (at most ~4%, or 3 bytes),
 // and under 1.5 pages per class in use (arenaSlackBytes; under one page with a source that
 // releases pages): footprintBytes, which the engine
 // holds under a limit derived from its memory cap.
@@ -67,6 +67,13 @@ const MAX_PAGE_TARGET = 4 * 1024 * 1024;
 /** Pages a full arena is made of, about (the target is the arena's bytes over this). */
 const PAGES_AT_CAP = 8192;
 const OS_PAGE = 4096;
+/**
+ * The free end of a class's last page is released once this many bytes of it past the
+ * first free chunk are resident, all but TAIL_KEPT of them: records coming and going at the
+ * edge then fault in no more than that, and a release is one system call per 8 KiB at least.
+ */
+const TAIL_RELEASE_BYTES = 3 * OS_PAGE;
+const TAIL_KEPT = OS_PAGE;
 
 const roundUp = (n: number, to: number): number => Math.ceil(n / to) * to;
 
@@ -129,6 +136,8 @@ export class SizeClass {
   readonly spareBound: number;
   /** The class's last page given back, its memory released and its mapping kept (with its views), for its next page; null when none. */
   emptied: { page: Buffer; words: Int32Array; view: DataView } | null = null;
+  /** Bytes at the start of the last page that may be resident: records written since it came or its end was last released (releaseTail); none after. */
+  residentEnd = 0;
   /**
    * Most chunks the class can hold: the arena never holds more than its maxBytes, so
    * never more than maxBytes / size of them (and never more than the engine's keys).
@@ -223,14 +232,23 @@ export class SizeClass {
   }
 }
 
-/** Class sizes: 4, 8, ..., 256, then ~6% steps rounded up to 8 bytes, to LARGE_RECORD_BYTES. */
+/**
+ * Above 256 bytes each class is this much larger than the one before (rounded up to 8
+ * bytes). A record wastes half a step on average: at 6% steps, values of 1 B to 64 KiB took
+ * 2 MiB more than their 64 MiB at the cap. Finer steps make more classes, each with a partly
+ * used last page, but that page's free end is released (releaseTail) and holds little;
+ * 199 classes in all, under the 255 a slot can name.
+ */
+const CLASS_STEP = 1.04;
+
+/** Class sizes: 4, 8, ..., 256, then CLASS_STEP steps rounded up to 8 bytes, to LARGE_RECORD_BYTES. */
 function classSizes(): number[] {
   if (cachedSizes !== undefined) return cachedSizes;
   const sizes: number[] = [];
   for (let s = 4; s <= 256; s += 4) sizes.push(s);
   let s = 256;
   while (s < LARGE_RECORD_BYTES) {
-    s = Math.min(LARGE_RECORD_BYTES, Math.ceil((s * 1.0625) / 8) * 8);
+    s = Math.min(LARGE_RECORD_BYTES, Math.ceil((s * CLASS_STEP) / 8) * 8);
     sizes.push(s);
   }
   return (cachedSizes = sizes);
@@ -250,7 +268,7 @@ const unusedChunksBound = (perPage: number): number => perPage + ((perPage + 1) 
 /**
  * Most bytes an arena with this page target holds that no record uses: under a page and a
  * half per size class (the last page partly used, and a spare), so 1.5 pages (2 for
- * one-chunk pages). For the default 256 MiB cap, about 20 MiB.
+ * one-chunk pages). For the default 256 MiB cap, about 27 MiB.
  */
 export function arenaSlackBytes(pageTarget: number): number {
   return classSizes().reduce((sum, s) => sum + unusedChunksBound(1 << pageShift(s, pageTarget)) * s, 0);
@@ -294,6 +312,8 @@ export class RecordArena {
   readonly #pageSource: PageSource;
   /** Whether the page source releases a page's memory in place (PageSource.release). */
   readonly #releases: boolean;
+  /** The page source's releaseRange, when it has one: the free end of a class's last page goes back as records leave (releaseTail). */
+  readonly #releaseRange: ((page: ArrayBuffer, from: number, to: number) => boolean) | undefined;
 
   /**
    * `maxBytes`: the most the arena will ever hold (the engine's footprint limit); sizes the
@@ -307,6 +327,7 @@ export class RecordArena {
   ) {
     this.#pageSource = pageSource;
     this.#releases = pageSource.release !== undefined;
+    this.#releaseRange = pageSource.releaseRange?.bind(pageSource);
     if (!Number.isSafeInteger(pageTarget) || pageTarget < MIN_PAGE_TARGET) throw new RangeError(`pageTarget must be at least ${MIN_PAGE_TARGET}, got ${pageTarget}`);
     const sizes = classSizes();
     this.classes = [...sizes.map((s) => new SizeClass(s, maxBytes, pageTarget, this.#releases)), new SizeClass(0, maxBytes, pageTarget, false)];
@@ -358,20 +379,10 @@ export class RecordArena {
       c.words[i] = new Int32Array(page.buffer, 0, page.length >>> 2);
       c.views[i] = new DataView(page.buffer, 0, page.length);
       this.#pageBytes += held;
-    } else if (i === c.pages.length << c.shift) {
-      const emptied = c.emptied;
-      if (emptied !== null) {
-        c.emptied = null;
-        c.pages.push(emptied.page);
-        c.words.push(emptied.words);
-        c.views.push(emptied.view);
-      } else {
-        const page = newPage(this.#pageSource, c.pageBytes, true);
-        c.pages.push(page);
-        c.words.push(new Int32Array(page.buffer));
-        c.views.push(new DataView(page.buffer));
-      }
-      this.#pageBytes += c.pageBytes;
+    } else {
+      if (i === c.pages.length << c.shift) this.#addPage(c);
+      const end = (i & c.mask) * c.size + c.size;
+      if (end > c.residentEnd) c.residentEnd = end;
     }
     if (i >= c.ownerCap) {
       // The engine's footprint limit keeps every class far below this; past it an owner would be lost.
@@ -423,7 +434,10 @@ export class RecordArena {
       c.owners[i] = moved;
     }
     c.count = last;
-    if (c.size > 0 && c.lastPageSpare) this.#freeLastPage(c);
+    if (c.size > 0) {
+      if (c.lastPageSpare) this.#freeLastPage(c);
+      else if (this.#releaseRange !== undefined) this.#releaseTail(c);
+    }
     if (c.ownerCap > 64 && last * 4 < c.ownerCap) {
       const n = c.ownerCap >> 1;
       c.ownerRegion.resize(n * 4);
@@ -453,8 +467,44 @@ export class RecordArena {
         this.#freeLastPage(c);
         freed += c.pageBytes;
       }
+      if (this.#releaseRange !== undefined) this.#releaseTail(c);
     }
     return freed;
+  }
+
+  /** Gives class `c` (a size class) a page for its next chunks: its emptied one when it kept one, else a new one. */
+  #addPage(c: SizeClass): void {
+    const emptied = c.emptied;
+    if (emptied !== null) {
+      c.emptied = null;
+      c.pages.push(emptied.page);
+      c.words.push(emptied.words);
+      c.views.push(emptied.view);
+    } else {
+      const page = newPage(this.#pageSource, c.pageBytes, true);
+      c.pages.push(page);
+      c.words.push(new Int32Array(page.buffer));
+      c.views.push(new DataView(page.buffer));
+    }
+    this.#pageBytes += c.pageBytes;
+    // An emptied page was released whole and a new mapping has never been written.
+    c.residentEnd = 0;
+  }
+
+  /**
+   * Releases the free end of class `c`'s last page past its first free chunk (and
+   * TAIL_KEPT more), once TAIL_RELEASE_BYTES of it may be resident. Without it the chunks
+   * a class's records have left stay resident in its last page until the page empties: the
+   * arena's pages counted 71 MiB at a 64 MiB cap under churn, and what of them was resident
+   * grew with the churn's length. The page's bytes still count in its footprint.
+   */
+  #releaseTail(c: SizeClass): void {
+    const first = c.count & c.mask;
+    if (first === 0) return; // the last page is full (or there is none)
+    const keep = first * c.size + TAIL_KEPT;
+    if (c.residentEnd - keep < TAIL_RELEASE_BYTES) return;
+    const to = Math.min(c.pageBytes, roundUp(c.residentEnd, OS_PAGE));
+    if (this.#releaseRange!(c.pages[c.pages.length - 1]!.buffer as ArrayBuffer, keep, to)) c.residentEnd = keep;
   }
 
   /**
@@ -467,6 +517,7 @@ export class RecordArena {
     const words = c.words.pop()!;
     const view = c.views.pop()!;
     this.#pageBytes -= c.pageBytes;
+    c.residentEnd = c.pageBytes; // the page now last is full
     if (c.emptied === null && this.#releases && this.#pageSource.release!(page.buffer as ArrayBuffer)) c.emptied = { page, words, view };
     else freeNow(page);
   }

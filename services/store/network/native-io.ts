@@ -35,6 +35,8 @@ export interface SocketIo {
   mapPage?(bytes: number): ArrayBuffer;
   /** madvise(MADV_DONTNEED) of a buffer from mapPage, which stays mapped and reads as zeros: 0, or -errno (engine/page-source.ts); absent from an add-on built before it. */
   releasePage?(page: ArrayBuffer): number;
+  /** releasePage for the OS pages wholly within bytes [from, to) of the page: 0, or -errno (engine/record-arena.ts); absent from an add-on built before it. */
+  releaseRange?(page: ArrayBuffer, from: number, to: number): number;
   /** glibc's malloc_trim(0) on a thread of libuv's pool; done(1 when memory went back, 0 when none, -1 without glibc) (runtime/idle-malloc-trim.ts); absent from an add-on built before it. */
   mallocTrim?(done: (result: number) => void): void;
 }

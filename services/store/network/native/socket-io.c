@@ -418,6 +418,32 @@ static napi_value release_page(napi_env env, napi_callback_info info) {
   return int_value(env, length == 0 || madvise(data, length, MADV_DONTNEED) == 0 ? 0 : -errno);
 }
 
+// releaseRange(buffer, from, to): as releasePage, for the OS pages that lie wholly within
+// bytes [from, to) of the page (the rest of a partly covered one may hold live bytes). The
+// arena releases the free end of a size class's last page with it as records leave the
+// page (record-arena.ts). Returns 0, or -errno.
+static napi_value release_range(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  void* data = NULL;
+  size_t length = 0;
+  int64_t from = 0, to = 0;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 3 || napi_get_arraybuffer_info(env, argv[0], &data, &length) != napi_ok) {
+    napi_throw_type_error(env, NULL, "releaseRange(buffer, from, to): buffer must be an ArrayBuffer from mapPage");
+    return NULL;
+  }
+  if (napi_get_value_int64(env, argv[1], &from) != napi_ok || napi_get_value_int64(env, argv[2], &to) != napi_ok || from < 0 || to < from || (uint64_t)to > length) {
+    napi_throw_range_error(env, NULL, "releaseRange(buffer, from, to): need 0 <= from <= to <= the buffer's length");
+    return NULL;
+  }
+  const uint64_t os_page = (uint64_t)sysconf(_SC_PAGESIZE);
+  const uint64_t start = ((uint64_t)from + os_page - 1) / os_page * os_page;
+  const uint64_t end = (uint64_t)to / os_page * os_page;
+  if (end <= start) return int_value(env, 0);
+  return int_value(env, madvise((char*)data + start, end - start, MADV_DONTNEED) == 0 ? 0 : -errno);
+}
+
 // mallocTrim(done): gives the free memory of malloc's heaps back to the OS (glibc's
 // malloc_trim(0)) on a thread of libuv's pool, then calls done(1 when some went back, 0 when
 // none, -1 without glibc). The store calls it once it has been idle for a while
@@ -492,6 +518,7 @@ NAPI_MODULE_INIT() {
     { "mapPage", NULL, map_page, NULL, NULL, NULL, napi_default, NULL },
     { "mallocTrim", NULL, trim_malloc, NULL, NULL, NULL, napi_default, NULL },
     { "releasePage", NULL, release_page, NULL, NULL, NULL, napi_default, NULL },
+    { "releaseRange", NULL, release_range, NULL, NULL, NULL, napi_default, NULL },
   };
   napi_define_properties(env, exports, sizeof(methods) / sizeof(methods[0]), methods);
   return exports;
