@@ -317,9 +317,12 @@ describe('record arena', () => {
 });
 
 describe('record arena address space', () => {
-  it('reserves owner room in proportion to what it may hold, not to the most keys an engine may hold', () => {
+  it('reserves owner room in proportion to what it may hold, not to the most keys an engine may hold, and none for a class until its first record', () => {
     const maxBytes = 1 << 20;
     const arena = new RecordArena(maxBytes);
+    expect(arena.classes.every((c) => c.ownerRegion.maxByteLength === 0 && c.ownerCap === 0)).toBe(true);
+    expect(arena.footprintBytes).toBe(0);
+    for (const [cls, c] of arena.classes.entries()) arena.free(cls, arena.alloc(cls, 0, c.size || LARGE_RECORD_BYTES + 1));
     let reserved = 0;
     for (const c of arena.classes) {
       // Room for every chunk the class could hold within maxBytes, twice over.

@@ -2,14 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { flagGiven } from '../services/store/runtime/v8-flag-defaults.ts';
-import { STORE_NODE_FLAGS } from '../services/store/runtime/launch-flags.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/young-generation-growth.ts', import.meta.url));
-/** The fixture's young generation; `store-defaults` runs it as the store runs, with its launch flags too. */
 const youngGeneration = (mode: string): { before: number; largest: number } =>
-  JSON.parse(
-    execFileSync(process.execPath, [...(mode === 'store-defaults' ? STORE_NODE_FLAGS : []), FIXTURE, mode], { encoding: 'utf8', timeout: 60_000 }),
-  ) as { before: number; largest: number };
+  JSON.parse(execFileSync(process.execPath, [FIXTURE, mode], { encoding: 'utf8', timeout: 60_000 })) as { before: number; largest: number };
 
 describe('the store\'s V8 flag defaults yield to the command line', () => {
   it('finds the flag with a value, in either spelling', () => {

@@ -109,7 +109,17 @@ const INITIAL_OWNERS = 16;
 const MAX_OWNERS = 2 ** 27;
 /** Owners added per growth once past it (256 KiB committed a step); doubling below. */
 const OWNER_GROWTH = 65_536;
-const ownersAfterGrowth = (cap: number, max: number): number => Math.min(max, cap < OWNER_GROWTH ? cap * 2 : cap + OWNER_GROWTH);
+const ownersAfterGrowth = (cap: number, max: number): number => Math.min(max, cap === 0 ? INITIAL_OWNERS : cap < OWNER_GROWTH ? cap * 2 : cap + OWNER_GROWTH);
+
+/**
+ * The owner region of every class that has held no record yet: it reserves nothing. A class
+ * reserves its own at its first record (SizeClass.growOwners). Most of a store's ~200
+ * classes never hold one, and each reservation is a mapping or two: the kernel's limit on
+ * mappings (vm.max_map_count) is shared with the pages, and a test process that made a few
+ * hundred stores before the collector freed the old ones ran out of it. Resizable like the
+ * others, so that every class's owners are the same kind of typed array to V8.
+ */
+const NO_OWNERS = resizableBuffer(0, 0);
 
 export class SizeClass {
   /** Chunk size in bytes; 0 for the class of large records (each its own buffer). */
@@ -145,16 +155,17 @@ export class SizeClass {
   readonly maxOwners: number;
   /**
    * Chunk → owner (the engine's slot), over a resizable buffer that reserves room for
-   * maxOwners: it grows and shrinks in place, never copied (a copy of millions of owners
-   * in one allocation was the last stop-the-world growth). The reservation is address
-   * space, not memory, but it adds up: at one owner per key the engine can hold it was
-   * 512 MiB a class, 78 GiB an arena, and tests that make hundreds of engines ran out of
-   * address space before the collector freed the old ones.
+   * maxOwners from the class's first record (NO_OWNERS before): it grows and shrinks in
+   * place, never copied (a copy of millions of owners in one allocation was the last
+   * stop-the-world growth). The reservation is address space, not memory, but it adds up:
+   * at one owner per key the engine can hold it was 512 MiB a class, 78 GiB an arena, and
+   * tests that make hundreds of engines ran out of address space before the collector freed
+   * the old ones.
    */
-  readonly ownerRegion: ArrayBuffer;
-  readonly owners: Int32Array;
+  ownerRegion: ArrayBuffer = NO_OWNERS;
+  owners: Int32Array = new Int32Array(NO_OWNERS);
   /** owners.length, kept here: a resizable buffer's length is slower to read. */
-  ownerCap = INITIAL_OWNERS;
+  ownerCap = 0;
 
   /** `maxBytes`: the most the arena holds (see RecordArena); `pageTarget`: its smallest page; `releases`: whether its page source releases pages. */
   constructor(size: number, maxBytes: number, pageTarget: number, releases: boolean) {
@@ -169,8 +180,17 @@ export class SizeClass {
     // overwrite holds its old chunk and its new one for a moment.
     const chunks = Math.ceil(maxBytes / (size > 0 ? size : LARGE_RECORD_BYTES));
     this.maxOwners = Math.min(MAX_OWNERS, Math.max(INITIAL_OWNERS, 2 * chunks + 64));
-    this.ownerRegion = resizableBuffer(INITIAL_OWNERS * 4, this.maxOwners * 4);
-    this.owners = new Int32Array(this.ownerRegion);
+  }
+
+  /** Gives the owner array room for `n` owners: the class's reservation at its first record, then in place. */
+  growOwners(n: number): void {
+    if (this.ownerRegion === NO_OWNERS) {
+      this.ownerRegion = resizableBuffer(n * 4, this.maxOwners * 4);
+      this.owners = new Int32Array(this.ownerRegion);
+    } else {
+      this.ownerRegion.resize(n * 4);
+    }
+    this.ownerCap = n;
   }
 
   /** The page holding chunk i. */
@@ -388,9 +408,8 @@ export class RecordArena {
       // The engine's footprint limit keeps every class far below this; past it an owner would be lost.
       if (i >= c.maxOwners) throw new Error(`record arena: class ${c.size} holds ${i} chunks, its most`);
       const n = ownersAfterGrowth(c.ownerCap, c.maxOwners);
-      c.ownerRegion.resize(n * 4);
       this.#ownerBytes += (n - c.ownerCap) * 4;
-      c.ownerCap = n;
+      c.growOwners(n);
     }
     c.owners[i] = owner;
     c.count = i + 1;
