@@ -5,6 +5,7 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../services/shared/free-port.ts';
 import { STORE_NODE_FLAGS } from '../../services/store/runtime/launch-flags.ts';
+import { IMAGE_TUNABLES } from '../../services/store/runtime/malloc-tuning.ts';
 import { BACKEND_READY, parseReadyLine, STORE_READY, type ReadyFields } from '../../services/shared/ready-line.ts';
 import { children, root, shellLine } from './processes.ts';
 import { spawnUntilReady, type ReadyProcess } from './spawn-until-ready.ts';
@@ -84,11 +85,17 @@ async function startNodeService(label: string, script: string, readyMsg: string,
   return track(p, shellLine(env, 'node', args), p.ready.port, p.ready.metricsPort, p.ready);
 }
 
-/** A store (`node services/store/main.ts`), info logs, ports chosen by the OS; `env` added. */
+/**
+ * A store (`node services/store/main.ts`), info logs, ports chosen by the OS; `env` added.
+ * Compiled (`built`), it runs as the image runs it: with the image's GLIBC_TUNABLES too
+ * (one malloc arena from the process's start, not only after mallopt), unless `env` sets them.
+ */
 export function startStore(o: NodeServiceOptions = {}): Promise<Service> {
   // The image's launch flags first: a caller's own nodeArgs come after, and V8 takes the last.
   const nodeArgs = [...STORE_NODE_FLAGS, ...(o.nodeArgs ?? [])];
-  return startNodeService('the store', 'services/store/main.ts', STORE_READY, { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' }, { ...o, nodeArgs });
+  const defaults: Record<string, string> = { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' };
+  if (o.built) defaults.GLIBC_TUNABLES = IMAGE_TUNABLES;
+  return startNodeService('the store', 'services/store/main.ts', STORE_READY, defaults, { ...o, nodeArgs });
 }
 
 /** A backend (`node services/backend/main.ts`) on 127.0.0.1, info logs, ports chosen by the OS; `env` names its stores (KV_STORE). */
