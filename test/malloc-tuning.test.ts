@@ -15,6 +15,7 @@ import {
   MMAP_THRESHOLD_BYTES,
   tunablesWithThreshold,
 } from '../services/store/runtime/malloc-tuning.ts';
+import { storeEnvDefaults } from '../bench/harness/services.ts';
 
 const onGlibc = process.platform === 'linux' && typeof (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime === 'string';
 
@@ -59,6 +60,11 @@ describe('GLIBC_TUNABLES for the store', () => {
     expect(/^ENV GLIBC_TUNABLES=(\S+)$/m.exec(store)?.[1]).toBe(IMAGE_TUNABLES);
     expect(IMAGE_TUNABLES.startsWith(`${tunablesWithThreshold(undefined)}:`)).toBe(true);
     expect(IMAGE_TUNABLES.endsWith(`glibc.malloc.arena_max=${MALLOC_ARENAS}`)).toBe(true);
+  });
+
+  it("the benches run a compiled store with the image's tunables, as the image does, and the sources as npm start does", () => {
+    expect(storeEnvDefaults(true).GLIBC_TUNABLES).toBe(IMAGE_TUNABLES);
+    expect(storeEnvDefaults(false)).not.toHaveProperty('GLIBC_TUNABLES');
   });
 
   it('reads the arena limit the environment sets (null without glibc, or without a number)', () => {

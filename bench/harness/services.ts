@@ -86,16 +86,21 @@ async function startNodeService(label: string, script: string, readyMsg: string,
 }
 
 /**
- * A store (`node services/store/main.ts`), info logs, ports chosen by the OS; `env` added.
- * Compiled (`built`), it runs as the image runs it: with the image's GLIBC_TUNABLES too
- * (one malloc arena from the process's start, not only after mallopt), unless `env` sets them.
+ * The environment a harness's store starts with, under the caller's: info logs, ports chosen
+ * by the OS; compiled (`built`), as the image runs it, with the image's GLIBC_TUNABLES too
+ * (one malloc arena from the process's start, not only after mallopt).
  */
+export function storeEnvDefaults(built: boolean): Record<string, string> {
+  const defaults: Record<string, string> = { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' };
+  if (built) defaults.GLIBC_TUNABLES = IMAGE_TUNABLES;
+  return defaults;
+}
+
+/** A store (`node services/store/main.ts`; `dist/store/main.js` when `built`), `env` over storeEnvDefaults. */
 export function startStore(o: NodeServiceOptions = {}): Promise<Service> {
   // The image's launch flags first: a caller's own nodeArgs come after, and V8 takes the last.
   const nodeArgs = [...STORE_NODE_FLAGS, ...(o.nodeArgs ?? [])];
-  const defaults: Record<string, string> = { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' };
-  if (o.built) defaults.GLIBC_TUNABLES = IMAGE_TUNABLES;
-  return startNodeService('the store', 'services/store/main.ts', STORE_READY, defaults, { ...o, nodeArgs });
+  return startNodeService('the store', 'services/store/main.ts', STORE_READY, storeEnvDefaults(o.built ?? false), { ...o, nodeArgs });
 }
 
 /** A backend (`node services/backend/main.ts`) on 127.0.0.1, info logs, ports chosen by the OS; `env` names its stores (KV_STORE). */
