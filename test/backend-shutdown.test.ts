@@ -1,7 +1,7 @@
 // Graceful shutdown (SIGTERM): stop accepting, let in-flight requests finish, answer
 // requests that still arrive on kept-alive connections with 503 + Connection: close,
 // then close the pool, the monitor and the admin port; main.ts exits 0.
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { backendHarness, send } from './helpers/backend-harness.ts';
 import { backendScript, freePort, startServiceProcess } from './helpers/service-process.ts';
 import { b64 } from './helpers/base64.ts';
 import { BACKEND_READY } from '../services/shared/ready-line.ts';
+import { compileCacheEntries } from './helpers/compile-cache.ts';
 
 const h = backendHarness();
 
@@ -177,13 +178,7 @@ describe('backend graceful shutdown', () => {
     const env = { HOST: '127.0.0.1', PORT: '0', BACKEND_METRICS_PORT: '0', KV_STORE: `127.0.0.1:${await freePort()}`, TMPDIR: dir, NODE_COMPILE_CACHE: '' };
     const service = await startServiceProcess(backendScript, env, BACKEND_READY);
     h.defer(() => service.stop('SIGKILL'));
-    const entries = (): number => {
-      try {
-        return readdirSync(join(dir, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
-      } catch {
-        return 0;
-      }
-    };
+    const entries = (): number => compileCacheEntries(dir);
     // An entry per module compiled, Express's among them, written while the backend serves,
     // not only as it leaves: a backend that is killed keeps them.
     await vi.waitFor(() => expect(entries()).toBeGreaterThan(50), { timeout: 10_000, interval: 20 });

@@ -13,6 +13,7 @@ import { PAGE_THREAD_NAME } from '../services/store/engine/page-source.ts';
 import { b64 } from './helpers/base64.ts';
 import { loadSocketIo } from '../services/store/network/native-io.ts';
 import { STORE_READY } from '../services/shared/ready-line.ts';
+import { compileCacheEntries } from './helpers/compile-cache.ts';
 
 afterEach(destroyAll);
 
@@ -400,13 +401,7 @@ describe('main.ts', () => {
     const env = { STORE_PORT: '0', STORE_METRICS_PORT: '0', STORE_WARMUP_KEYS: '0', TMPDIR: dir, NODE_COMPILE_CACHE: '' };
     const proc = await startServiceProcess(storeScript, env, STORE_READY);
     track({ destroy: () => proc.child.kill('SIGKILL') });
-    const entries = (): number => {
-      try {
-        return readdirSync(join(dir, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
-      } catch {
-        return 0;
-      }
-    };
+    const entries = (): number => compileCacheEntries(dir);
     // An entry per module compiled, the store's and its dependencies', written while the
     // store serves (main.ts flushes the cache once it has started), not only as it leaves:
     // a store that is killed keeps them.
