@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { STORE_NODE_FLAGS } from './store/runtime/launch-flags.ts';
+import { IMAGE_TUNABLES } from './store/runtime/malloc-tuning.ts';
 
 // `npm start`: the store and the backend as two child processes sharing this terminal.
 // Their JSON logs go straight to stdout. Ctrl-C (SIGINT) or SIGTERM is passed on once
@@ -9,9 +10,13 @@ import { STORE_NODE_FLAGS } from './store/runtime/launch-flags.ts';
 
 // Run as .ts from a clone, as .js from dist/: start the siblings of the same kind.
 const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+// The store as its image runs it: glibc reads GLIBC_TUNABLES only as a process starts, so
+// its malloc settings (one arena for every thread, V8's too) go in its environment here;
+// an operator's own GLIBC_TUNABLES is kept (runtime/malloc-tuning.ts).
+const storeEnv = process.env.GLIBC_TUNABLES === undefined ? { ...process.env, GLIBC_TUNABLES: IMAGE_TUNABLES } : process.env;
 const entries = {
-  store: [...STORE_NODE_FLAGS, fileURLToPath(new URL(`./store/main${ext}`, import.meta.url))],
-  backend: [fileURLToPath(new URL(`./backend/main${ext}`, import.meta.url))],
+  store: { args: [...STORE_NODE_FLAGS, fileURLToPath(new URL(`./store/main${ext}`, import.meta.url))], env: storeEnv },
+  backend: { args: [fileURLToPath(new URL(`./backend/main${ext}`, import.meta.url))], env: process.env },
 };
 
 const children = new Map<string, ChildProcess>();
@@ -22,10 +27,10 @@ function stopAll(signal: NodeJS.Signals): void {
   for (const child of children.values()) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
 }
 
-for (const [name, args] of Object.entries(entries)) {
+for (const [name, { args, env }] of Object.entries(entries)) {
   // Own process group: a Ctrl-C in the terminal reaches only this process, which then
   // signals each child exactly once (a second signal would make them stop abruptly).
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], detached: true, env: process.env });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'], detached: true, env });
   children.set(name, child);
   child.on('error', (err) => {
     process.stderr.write(`start-local: cannot start the ${name}: ${err.message}\n`);

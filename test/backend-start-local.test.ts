@@ -4,6 +4,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { metricSum, scrape } from './helpers/backend-harness.ts';
 import { freePort, startServiceProcess, type ServiceProcess } from './helpers/service-process.ts';
 import { BACKEND_READY, STORE_READY } from '../services/shared/ready-line.ts';
+import { readFileSync } from 'node:fs';
+import { mapsShowGlibc } from '../services/store/runtime/malloc-tuning.ts';
+
+const onGlibc = process.platform === 'linux' && mapsShowGlibc(readFileSync('/proc/self/maps', 'latin1'));
 
 let runner: ServiceProcess | undefined;
 afterEach(async () => {
@@ -32,6 +36,10 @@ describe('npm start (services/start-local.ts)', () => {
       BACKEND_READY,
     );
     await untilLogged(runner, STORE_READY);
+    // The store runs as its image does: one malloc arena for every thread, from the
+    // GLIBC_TUNABLES npm start puts in its environment (elsewhere than glibc, none applies).
+    const storeReady = runner.logs.find((l) => l.msg === STORE_READY);
+    expect(storeReady?.mallocArenaMaxSetBy).toBe(onGlibc ? 'environment' : null);
     // The backend may have started first: wait until its pool has reconnected by itself.
     const connected = async () => metricSum(await scrape(ports.admin), 'kvbackend_store_pool_connections', 'state="connected"');
     while ((await connected()) < 4) await new Promise((r) => setTimeout(r, 20));
