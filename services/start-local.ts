@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { STORE_NODE_FLAGS } from './store/runtime/launch-flags.ts';
-import { IMAGE_TUNABLES } from './store/runtime/malloc-tuning.ts';
+import { imageTunablesFor } from './store/runtime/malloc-tuning.ts';
 
 // `npm start`: the store and the backend as two child processes sharing this terminal.
 // Their JSON logs go straight to stdout. Ctrl-C (SIGINT) or SIGTERM is passed on once
@@ -10,12 +10,10 @@ import { IMAGE_TUNABLES } from './store/runtime/malloc-tuning.ts';
 
 // Run as .ts from a clone, as .js from dist/: start the siblings of the same kind.
 const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-// The store as its image runs it: glibc reads GLIBC_TUNABLES only as a process starts, so
-// its malloc settings (one arena for every thread, V8's too) go in its environment here;
-// an operator's own GLIBC_TUNABLES is kept (runtime/malloc-tuning.ts).
-const storeEnv = process.env.GLIBC_TUNABLES === undefined ? { ...process.env, GLIBC_TUNABLES: IMAGE_TUNABLES } : process.env;
+// The store as its image runs it: its malloc settings (one arena for every thread, V8's
+// too) can only come from its environment.
 const entries = {
-  store: { args: [...STORE_NODE_FLAGS, fileURLToPath(new URL(`./store/main${ext}`, import.meta.url))], env: storeEnv },
+  store: { args: [...STORE_NODE_FLAGS, fileURLToPath(new URL(`./store/main${ext}`, import.meta.url))], env: { ...process.env, ...imageTunablesFor(process.env) } },
   backend: { args: [fileURLToPath(new URL(`./backend/main${ext}`, import.meta.url))], env: process.env },
 };
 

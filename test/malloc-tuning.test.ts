@@ -7,6 +7,7 @@ import {
   appliedMallocThreshold,
   ensureMallocMmapThreshold,
   IMAGE_TUNABLES,
+  imageTunablesFor,
   limitMallocArenas,
   MALLOC_ARENAS,
   mallocArenaMax,
@@ -63,8 +64,12 @@ describe('GLIBC_TUNABLES for the store', () => {
   });
 
   it("the benches run a compiled store with the image's tunables, as the image does, and the sources as npm start does", () => {
-    expect(storeEnvDefaults(true).GLIBC_TUNABLES).toBe(IMAGE_TUNABLES);
-    expect(storeEnvDefaults(false)).not.toHaveProperty('GLIBC_TUNABLES');
+    expect(storeEnvDefaults(true, {}).GLIBC_TUNABLES).toBe(IMAGE_TUNABLES);
+    expect(storeEnvDefaults(false, {})).not.toHaveProperty('GLIBC_TUNABLES');
+    // An operator's own tunables, in the environment the store inherits, are kept.
+    expect(storeEnvDefaults(true, { GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })).not.toHaveProperty('GLIBC_TUNABLES');
+    expect(imageTunablesFor({ GLIBC_TUNABLES: '' })).toEqual({});
+    expect(imageTunablesFor({})).toEqual({ GLIBC_TUNABLES: IMAGE_TUNABLES });
   });
 
   it('reads the arena limit the environment sets (null without glibc, or without a number)', () => {

@@ -5,7 +5,7 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../services/shared/free-port.ts';
 import { STORE_NODE_FLAGS } from '../../services/store/runtime/launch-flags.ts';
-import { IMAGE_TUNABLES } from '../../services/store/runtime/malloc-tuning.ts';
+import { imageTunablesFor } from '../../services/store/runtime/malloc-tuning.ts';
 import { BACKEND_READY, parseReadyLine, STORE_READY, type ReadyFields } from '../../services/shared/ready-line.ts';
 import { children, root, shellLine } from './processes.ts';
 import { spawnUntilReady, type ReadyProcess } from './spawn-until-ready.ts';
@@ -86,14 +86,13 @@ async function startNodeService(label: string, script: string, readyMsg: string,
 }
 
 /**
- * The environment a harness's store starts with, under the caller's: info logs, ports chosen
- * by the OS; compiled (`built`), as the image runs it, with the image's GLIBC_TUNABLES too
- * (one malloc arena from the process's start, not only after mallopt).
+ * The environment a harness's store starts with, under the caller's and over `env` (this
+ * process's): info logs, ports chosen by the OS; compiled (`built`), as the image runs it,
+ * with the image's GLIBC_TUNABLES too unless `env` sets its own (one malloc arena from the
+ * process's start, not only after mallopt).
  */
-export function storeEnvDefaults(built: boolean): Record<string, string> {
-  const defaults: Record<string, string> = { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info' };
-  if (built) defaults.GLIBC_TUNABLES = IMAGE_TUNABLES;
-  return defaults;
+export function storeEnvDefaults(built: boolean, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return { STORE_PORT: '0', STORE_METRICS_PORT: '0', LOG_LEVEL: 'info', ...(built ? imageTunablesFor(env) : {}) };
 }
 
 /** A store (`node services/store/main.ts`; `dist/store/main.js` when `built`), `env` over storeEnvDefaults. */

@@ -44,6 +44,15 @@ const M_ARENA_MAX = -8;
 /** The GLIBC_TUNABLES the store's image sets: the mmap threshold and one arena. */
 export const IMAGE_TUNABLES = `${TUNABLE}=${MMAP_THRESHOLD_BYTES}:${ARENA_TUNABLE}=${MALLOC_ARENAS}`;
 
+/**
+ * What a launcher that starts the store as its image does (`npm start`, the benches'
+ * compiled store) adds to the store's environment `env`: the image's GLIBC_TUNABLES, which
+ * glibc reads only as the process starts, unless `env` sets its own (an operator's, kept).
+ */
+export function imageTunablesFor(env: NodeJS.ProcessEnv): { GLIBC_TUNABLES?: string } {
+  return env.GLIBC_TUNABLES === undefined ? { GLIBC_TUNABLES: IMAGE_TUNABLES } : {};
+}
+
 /** Whether GLIBC_TUNABLES (`current`) sets the tunable `name`, whatever its value. */
 function setsTunable(current: string | undefined, name: string): boolean {
   return (current ?? '').split(':').some((t) => t.split('=')[0] === name);
