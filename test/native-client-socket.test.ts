@@ -67,6 +67,39 @@ describe.skipIf(!built || process.platform !== 'linux')('native client sockets',
     await vi.waitFor(() => expect(reader.text().endsWith('PONG\n')).toBe(true), { timeout: 10_000, interval: 5 });
   });
 
+  it("read every client ready in a turn into one buffer, one read after another, each client's lines answered whole and in order", async () => {
+    const store = await startTestStore({ nativeIo: 'on' });
+    const clients = await Promise.all(Array.from({ length: 30 }, () => rawClient(store.port)));
+    const big = (i: number) => Array.from({ length: 1500 }, (_, j) => `SET big${i}-${j} ${'b'.repeat(60)}\n`).join(''); // ~100 KiB: more than one read
+    const expected: string[] = [];
+    // One synchronous loop: every client's bytes are with the kernel before the store's
+    // next poll, which reads them all in one batch (the big ones hand the batch over early).
+    clients.forEach((c, i) => {
+      const kind = i % 4;
+      if (kind === 0) {
+        c.socket.write(`SET one${i} ${i}\n`); // a read of one command: held for the turn's end
+        expected[i] = 'OK\n';
+      } else if (kind === 1) {
+        c.socket.write(`SET few${i} ${i}\nGET few${i}\nPING\n`);
+        expected[i] = `OK\nVALUE ${b64(String(i))}\nPONG\n`;
+      } else if (kind === 2) {
+        c.socket.write(`SET part${i} ab`); // the rest of the line comes later
+        expected[i] = `OK\nVALUE ${b64(`ab${i}`)}\n`;
+      } else {
+        c.socket.write(big(i));
+        expected[i] = 'OK\n'.repeat(1500);
+      }
+    });
+    clients.forEach((c, i) => {
+      if (i % 4 === 2) c.socket.write(`${i}\nGET part${i}\n`);
+    });
+    await vi.waitFor(() => expect(clients.map((c) => c.text().length)).toEqual(expected.map((e) => e.length)), { timeout: 10_000, interval: 10 });
+    expect(clients.map((c) => c.text())).toEqual(expected);
+    const check = await store.client();
+    expect(await check.request('GET one0')).toBe(`VALUE ${b64('0')}`);
+    expect(await check.request('GET big3-1499')).toBe(`VALUE ${b64('b'.repeat(60))}`);
+  });
+
   it('after QUIT send the reply and a FIN, and cut off a client that keeps its side open once the linger is over', async () => {
     const store = await startTestStore({ nativeIo: 'on' }, { lingerMs: 50 });
     const client = await rawClient(store.port, { allowHalfOpen: true });

@@ -77,7 +77,7 @@ describe('STORE_NATIVE_IO', () => {
   const logs: Record<string, unknown>[] = [];
   const logger = createLogger({ name: 'kvstore', level: 'info', destination: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } });
   const unavailable = () => ({ reason: 'not built (test)' });
-  const available = () => ({ io: { write: () => 0 } as never });
+  const available = () => ({ io: { writeRange: () => 0 } as never });
 
   it('auto: the add-on when it loads, else Node with one log line saying why', () => {
     expect(chooseSocketIo('auto', logger, available)).toBeDefined();

@@ -132,7 +132,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
   it('the hints the prefetch found, also to a GET whose key an earlier line deleted, which still gets NOT_FOUND', () => {
     const { engine, runner } = withKeys(['a', 'b', 'c']);
     const read = Buffer.from('GET a\nGET b\nDELETE a\nGET a\nPING\nGET c\nGET nope\n');
-    const keys = runner.scanRead(read, read.length);
+    const keys = runner.scanRead(read, 0, read.length);
     expect(keys).toBe(6);
     runner.prefetchRead(read, keys);
     let written = '';
@@ -176,7 +176,7 @@ describe('the command runner hands each GET of a pipelined read its hint', () =>
 
   it('a read of one line held for the turn\'s batch: the held reads get their hints too', () => {
     const { engine, runner } = withKeys(['a', 'b']);
-    const at = [Buffer.from('GET a\n'), Buffer.from('GET b\n')].map((read) => (runner.scanRead(read, read.length) === 1 ? runner.holdRead(read, read.length) : -1));
+    const at = [Buffer.from('GET a\n'), Buffer.from('GET b\n')].map((read) => (runner.scanRead(read, 0, read.length) === 1 ? runner.holdRead(read, 0, read.length) : -1));
     expect(at).toEqual([0, 6]);
     runner.prefetchHeld();
     const out = new ReplyBuffer(new ReplyBufferPool());

@@ -25,11 +25,11 @@ function recordingEngine(): { engine: StoreEngine; batches: string[][] } {
 }
 
 describe('OneLineReads', () => {
-  it('copies each read, and prefetches every held key, at its place in the copies, in one batch', () => {
+  it('copies each read (a range of the shared buffer), and prefetches every held key, at its place in the copies, in one batch', () => {
     const reads = new OneLineReads();
     const source = Buffer.from('GET alpha\nSET beta 1234\n');
-    const first = reads.hold(source, 10, 4, 9);
-    const second = reads.hold(source.subarray(10), 14, 4, 8);
+    const first = reads.hold(source, 0, 10, 4, 9);
+    const second = reads.hold(source, 10, 24, 14, 18); // the turn's next read, after the first in the buffer
     source.fill(0x78); // the shared read buffer, overwritten by the next read
     expect(reads.input.toString('latin1', first, first + 10)).toBe('GET alpha\n');
     expect(reads.input.toString('latin1', second, second + 14)).toBe('SET beta 1234\n');
@@ -41,7 +41,7 @@ describe('OneLineReads', () => {
 
   it('a single held read has nothing to overlap with: no prefetch', () => {
     const reads = new OneLineReads();
-    reads.hold(Buffer.from('GET alone\n'), 10, 4, 9);
+    reads.hold(Buffer.from('GET alone\n'), 0, 10, 4, 9);
     const { engine, batches } = recordingEngine();
     reads.prefetch(engine);
     expect(batches).toEqual([]);
@@ -50,15 +50,15 @@ describe('OneLineReads', () => {
   it('holds at most PREFETCH_BATCH reads and 64 KiB a turn; release() makes room again', () => {
     const reads = new OneLineReads();
     const line = Buffer.from('GET k\n');
-    for (let i = 0; i < PREFETCH_BATCH; i++) expect(reads.hold(line, line.length, 4, 5)).toBe(i * line.length);
-    expect(reads.hold(line, line.length, 4, 5)).toBe(-1);
+    for (let i = 0; i < PREFETCH_BATCH; i++) expect(reads.hold(line, 0, line.length, 4, 5)).toBe(i * line.length);
+    expect(reads.hold(line, 0, line.length, 4, 5)).toBe(-1);
     reads.release();
     expect(reads.count).toBe(0);
     const big = Buffer.alloc(40 * 1024, 0x61);
     big.write('SET k ', 0, 'latin1');
-    expect(reads.hold(big, big.length, 4, 5)).toBe(0);
-    expect(reads.hold(big, big.length, 4, 5)).toBe(-1); // 80 KiB would not fit
-    const at = reads.hold(line, line.length, 4, 5);
+    expect(reads.hold(big, 0, big.length, 4, 5)).toBe(0);
+    expect(reads.hold(big, 0, big.length, 4, 5)).toBe(-1); // 80 KiB would not fit
+    const at = reads.hold(line, 0, line.length, 4, 5);
     expect(reads.input.toString('latin1', at, at + line.length)).toBe('GET k\n');
   });
 });

@@ -35,8 +35,8 @@ export type ClientPeer = Pick<ClientSocket, 'remoteAddress' | 'remotePort'>;
 
 /** What hears a client socket: the served connection. */
 export interface ClientSink {
-  /** Input bytes buf[0, n), valid only during the call. */
-  receive(buf: Buffer, n: number): void;
+  /** Input bytes buf[start, end), valid only during the call. */
+  receive(buf: Buffer, start: number, end: number): void;
   /** The queued replies are all with the kernel. */
   drained(): void;
   /** The client half-closed: no more input comes. */

@@ -76,7 +76,7 @@ export class CommandRunner {
   }
 
   /**
-   * Input buf[0, n) has arrived: finds the keys of its lines (and their LFs, lineEnds) and
+   * Input buf[start, end) has arrived: finds the keys of its lines (and their LFs, lineEnds) and
    * returns how many keys it found (up to `enough`, when given: scanKeys). Before lines run one by one, the engine loads what
    * their lookups will touch, all at once (prefetchRead; StoreEngine.prefetch), which
    * overlaps their cache misses. A read of one command (a client that waits for each
@@ -84,14 +84,14 @@ export class CommandRunner {
    * end of the turn (turn-scheduler.ts), after prefetchHeld() has prefetched the turn's
    * one-line reads together (OneLineReads).
    */
-  scanRead(buf: Buffer, n: number, enough?: ScanEnough): number {
-    return this.#scan(buf, 0, n, enough);
+  scanRead(buf: Buffer, start: number, end: number, enough?: ScanEnough): number {
+    return this.#scan(buf, start, end, enough);
   }
 
-  /** The read scanRead() just scanned, of one key, copied to heldInput[at, at + n): returns `at`, or -1 when the turn's batch is full (run it now). */
-  holdRead(buf: Buffer, n: number): number {
+  /** The read buf[start, end) scanRead() just scanned, of one key, copied to heldInput[at, at + end - start): returns `at`, or -1 when the turn's batch is full (run it now). */
+  holdRead(buf: Buffer, start: number, end: number): number {
     const keys = this.#readKeys;
-    return this.#oneLineReads.hold(buf, n, keys.starts[0]!, keys.ends[0]!);
+    return this.#oneLineReads.hold(buf, start, end, keys.starts[0]!, keys.ends[0]!);
   }
 
   /** Before the read scanRead() just scanned, with `keys` keys, runs: the engine loads what its lookups will touch. */

@@ -2,7 +2,7 @@ import { getSystemErrorName } from 'node:util';
 import { constants } from 'node:os';
 import { LINGER_MS, DROPPING_SINK, type ClientSink, type ClientSocket } from './client-socket.ts';
 import { checkPeriodMs } from './check-period.ts';
-import type { PollerHandle, SocketIo } from './native-io.ts';
+import { EVENT_FIELDS, WRITABLE_EVENT, type PollerHandle, type SocketIo } from './native-io.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import type { ConnectionReads } from './served-connection.ts';
 
@@ -30,8 +30,12 @@ export interface NativeClientsOptions {
 
 const EAGAIN = constants.errno.EAGAIN;
 
-/** 64 KiB: what Node reads at once, and what one read here takes. */
-const READ_BUFFER_BYTES = 64 * 1024;
+/**
+ * What one read here takes (64 KiB, Node's read size), twice over: a turn's reads land one
+ * after another in the buffer (a read of one command is tens of bytes), and the poller
+ * hands them over early only when another read might not fit.
+ */
+const READ_BUFFER_BYTES = 2 * 64 * 1024;
 
 /**
  * The client sockets of one server, as descriptors the add-on's poller reads (and, while
@@ -43,6 +47,8 @@ export class NativeClients {
   readonly io: SocketIo;
   readonly poller: PollerHandle;
   readonly buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+  /** The poller's events of a turn (EVENT_FIELDS int32s each). */
+  readonly events: Int32Array;
   readonly options: NativeClientsOptions;
   /** By id; ids are reused once their socket has closed. */
   readonly watched: (NativeClientSocket | undefined)[] = [];
@@ -55,11 +61,21 @@ export class NativeClients {
   constructor(io: SocketIo, options: NativeClientsOptions) {
     this.io = io;
     this.options = options;
-    this.poller = io.createPoller(
-      this.buffer,
-      (id, n) => this.watched[id]?.onRead(n),
-      (id) => this.watched[id]?.onWritable(),
-    );
+    this.events = new Int32Array(io.eventsPerBatch * EVENT_FIELDS);
+    this.poller = io.createPoller(this.buffer, this.events, (count) => this.#dispatch(count));
+  }
+
+  /** The poller's batch: each event to its socket, in order; a socket closed since is skipped (its id is free). */
+  #dispatch(count: number): void {
+    const events = this.events;
+    const watched = this.watched;
+    for (let e = 0, end = count * EVENT_FIELDS; e < end; e += EVENT_FIELDS) {
+      const socket = watched[events[e]!];
+      if (socket === undefined) continue;
+      const start = events[e + 1]!;
+      if (start === WRITABLE_EVENT) socket.onWritable();
+      else socket.onRead(start, events[e + 2]!);
+    }
   }
 
   /**
@@ -232,7 +248,7 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
 
   writeNow(buf: Buffer, n: number): number {
     if (this.#destroyed) return -1;
-    const r = this.#clients.io.write(this.#fd, buf, n);
+    const r = this.#clients.io.writeRange(this.#fd, buf.buffer, buf.byteOffset, n);
     if (r >= 0) return r;
     if (r === -EAGAIN) return 0;
     this.#fail(r, 'write');
@@ -275,11 +291,15 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
     c.options.closed(this);
   }
 
-  /** The poller read n bytes into its buffer (0: end of input; -errno: the read failed). */
-  onRead(n: number): void {
+  /**
+   * The poller read n bytes into its buffer from `start` (0: end of input; -errno: the read
+   * failed). Also when the socket was paused after the read, in the same batch: the bytes
+   * are the client's, and the sink takes input whenever it comes.
+   */
+  onRead(start: number, n: number): void {
     if (this.#destroyed) return;
     if (n > 0) {
-      this.#sink.receive(this.#clients.buffer, n);
+      this.#sink.receive(this.#clients.buffer, start, start + n);
       return;
     }
     if (n < 0) {
@@ -292,13 +312,14 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
     else this.#sink.inputEnded();
   }
 
-  /** The socket takes output again: writes what is queued, in order. */
+  /** The socket takes output again: writes what is queued, in order (nothing, when it was all written since the poll). */
   onWritable(): void {
+    if (this.#queued === 0) return;
     const q = this.#queue;
     const io = this.#clients.io;
     while (q.length > 0 && !this.#destroyed) {
       const b = q[0]!;
-      const r = io.write(this.#fd, b, b.length);
+      const r = io.writeRange(this.#fd, b.buffer, b.byteOffset, b.length);
       if (r === -EAGAIN) return;
       if (r < 0) {
         this.#fail(r, 'write');

@@ -14,8 +14,15 @@ import { socketFd, socketHandle } from '../../shared/node-internals.ts';
  * the C file's header.
  */
 export interface SocketIo {
-  /** onRead(id, n): n bytes in `buffer`, 0 at the end of the input, -errno; onWritable(id): the socket takes output again. */
-  createPoller(buffer: Buffer, onRead: (id: number, n: number) => void, onWritable: (id: number) => void): PollerHandle;
+  /**
+   * A poller whose reads land in `buffer` and whose events go to onEvents(count) as the
+   * first `count` triples of `events` (EVENT_FIELDS each): a socket's id, where its read's
+   * bytes start in `buffer` (WRITABLE_EVENT: it takes output again), and the read's result
+   * (n bytes, 0 at the end of the input, -errno). `events` holds eventsPerBatch of them.
+   */
+  createPoller(buffer: Buffer, events: Int32Array, onEvents: (count: number) => void): PollerHandle;
+  /** The most events one onEvents call hands over. */
+  readonly eventsPerBatch: number;
   /** Reads on: 0, or -errno. */
   watch(poller: PollerHandle, fd: number, id: number): number;
   /** Reads off. */
@@ -27,8 +34,8 @@ export interface SocketIo {
   /** shutdown(fd, SHUT_WR): 0, or -errno. */
   shutdownWrite(fd: number): number;
   closePoller(poller: PollerHandle): void;
-  /** The bytes the kernel took, or -errno. */
-  write(fd: number, buffer: Buffer, length: number): number;
+  /** The bytes the kernel took of buffer[offset, offset + length), or -errno. */
+  writeRange(fd: number, buffer: ArrayBufferLike, offset: number, length: number): number;
   /** glibc's mallopt: 1 when it took the setting, 0 when it refused, -1 without glibc (runtime/malloc-tuning.ts); absent from an add-on built before it. */
   mallopt?(param: number, value: number): number;
   /** A zeroed buffer of its own mapping, unmapped when detached (engine/page-source.ts); absent from an add-on built before it. */
@@ -52,8 +59,8 @@ export function loadSocketIo(): { readonly io: SocketIo } | { readonly reason: s
   if (process.platform !== 'linux') return { reason: `not on Linux (${process.platform})` };
   try {
     const io = createRequire(import.meta.url)(ADDON) as Partial<SocketIo>;
-    // An add-on built before the store took its connections from Node's listener itself.
-    if (typeof io.watchWrites !== 'function' || typeof io.shutdownWrite !== 'function') return { reason: `${ADDON} is out of date (npm ci, or node ${BUILD_SCRIPT}, builds it again)` };
+    // An add-on built before the store took its connections from Node's listener itself, or before it batched a turn's reads.
+    if (typeof io.watchWrites !== 'function' || typeof io.shutdownWrite !== 'function' || typeof io.writeRange !== 'function' || typeof io.eventsPerBatch !== 'number') return { reason: `${ADDON} is out of date (npm ci, or node ${BUILD_SCRIPT}, builds it again)` };
     return { io: io as SocketIo };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -74,6 +81,11 @@ export function chooseSocketIo(mode: NativeIoMode, logger: Logger, load: typeof 
   return undefined;
 }
 
+/** The int32s of one event in a poller's batch: id, start, n. */
+export const EVENT_FIELDS = 3;
+/** An event's start when the socket takes output again (not a read). */
+export const WRITABLE_EVENT = -1;
+
 const EAGAIN = constants.errno.EAGAIN;
 
 /**
@@ -81,7 +93,7 @@ const EAGAIN = constants.errno.EAGAIN;
  * full, -1 on any other error (left to socket.write, which reports it the usual way).
  */
 export function nativeWrite(io: SocketIo, fd: number, buf: Buffer, n: number): number {
-  const r = io.write(fd, buf, n);
+  const r = io.writeRange(fd, buf.buffer, buf.byteOffset, n);
   return r >= 0 ? r : r === -EAGAIN ? 0 : -1;
 }
 

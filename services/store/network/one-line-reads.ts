@@ -39,16 +39,17 @@ export class OneLineReads {
   }
 
   /**
-   * Copies the read buf[0, n), whose one key is buf[keyStart, keyEnd); returns where the
-   * copy starts in `input` (valid until release()), or -1 when the batch is full.
+   * Copies the read buf[start, end), whose one key is buf[keyStart, keyEnd); returns where
+   * the copy starts in `input` (valid until release()), or -1 when the batch is full.
    */
-  hold(buf: Buffer, n: number, keyStart: number, keyEnd: number): number {
+  hold(buf: Buffer, start: number, end: number, keyStart: number, keyEnd: number): number {
     const at = this.#used;
     const k = this.#count;
+    const n = end - start;
     if (k === PREFETCH_BATCH || at + n > INPUT_BYTES) return -1;
-    buf.copy(this.#input, at, 0, n);
-    this.keys.starts[k] = at + keyStart;
-    this.keys.ends[k] = at + keyEnd;
+    buf.copy(this.#input, at, start, end);
+    this.keys.starts[k] = at + keyStart - start;
+    this.keys.ends[k] = at + keyEnd - start;
     this.#count = k + 1;
     this.#used = at + n;
     return at;

@@ -251,10 +251,11 @@ export class ServedConnection implements TurnWork, LineSink, ClientSink {
   }
 
   /**
-   * Input read from the socket: bytes buf[0, n), which may be reused once this returns
+   * Input read from the socket: bytes buf[start, end), which may be reused once this returns
    * (the server reads every socket into one buffer), so what is held is copied.
    */
-  receive(buf: Buffer, n: number): void {
+  receive(buf: Buffer, start: number, end: number): void {
+    const n = end - start;
     this.#ctx.metrics.receivedBytes += n;
     this.#bytesRead += n;
     if (this.#state !== OPEN) {
@@ -262,8 +263,8 @@ export class ServedConnection implements TurnWork, LineSink, ClientSink {
       return; // after QUIT, an over-long line or shutdown the rest is read and dropped
     }
     const runner = this.#ctx.runner;
-    const keys = runner.scanRead(buf, n, PIPELINE_SEEN);
-    const at = keys === 1 && !this.#framer.hasUnframedInput ? runner.holdRead(buf, n) : -1;
+    const keys = runner.scanRead(buf, start, end, PIPELINE_SEEN);
+    const at = keys === 1 && !this.#framer.hasUnframedInput ? runner.holdRead(buf, start, end) : -1;
     if (at >= 0) {
       // A read of one command: run at the end of the turn, prefetched with the others'.
       // It is active from then (runHeldRead): no timer, so no idle sweep, runs before.
@@ -274,7 +275,7 @@ export class ServedConnection implements TurnWork, LineSink, ClientSink {
     const now = performance.now();
     this.#activeAt = now;
     const lineEnds = runner.lineEnds;
-    this.#framer.append(buf, 0, n, lineEnds);
+    this.#framer.append(buf, start, end, lineEnds);
     // A read of many lines waits in line for the turn end, its keys not yet prefetched
     // (they are when it runs): the reads of one command held for the turn end go first.
     if (lineEnds.count > CLOCK_CHECK_LINES) {

@@ -260,7 +260,7 @@ export class StoreServer {
       return;
     }
     let connection!: ServedConnection; // made below, before any read can arrive
-    const { socket, reads } = this.#readerOf(accepted, (buf, n) => connection.receive(buf, n));
+    const { socket, reads } = this.#readerOf(accepted, (buf, n) => connection.receive(buf, 0, n));
     connection = this.#serve(this.#nodeClient(socket), reads);
   }
 
