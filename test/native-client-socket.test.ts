@@ -6,7 +6,9 @@ import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadSocketIo } from '../services/store/network/native-io.ts';
+import { EVENT_FIELDS, loadSocketIo, type SocketIo } from '../services/store/network/native-io.ts';
+import { NativeClients, type TcpHandle } from '../services/store/network/native-client-socket.ts';
+import type { ClientSink } from '../services/store/network/client-socket.ts';
 import { destroyAll, track } from './helpers/cleanup.ts';
 import { startTestStore } from './helpers/store-harness.ts';
 import { b64 } from './helpers/base64.ts';
@@ -237,5 +239,63 @@ describe('ConnectionTable', () => {
     expect(items.every((i) => i.tableSlot === -1)).toBe(true);
     table.add(items[2]!);
     expect(table.values()).toEqual([items[2]]);
+  });
+});
+
+describe("the poller's batch, as NativeClients hands it out", () => {
+  /** An add-on stand-in: the test plays the poller, filling the batch and calling onEvents itself. */
+  function fakeIo() {
+    const calls: string[] = [];
+    let onEvents: (count: number) => void = () => {};
+    let events: Int32Array = new Int32Array(0);
+    const io = {
+      eventsPerBatch: 8,
+      createPoller: (_buffer: Buffer, e: Int32Array, on: (count: number) => void) => ((events = e), (onEvents = on), {}),
+      watch: (_p: unknown, fd: number) => (calls.push(`watch ${fd}`), 0),
+      unwatch: (_p: unknown, fd: number) => void calls.push(`unwatch ${fd}`),
+      watchWrites: (_p: unknown, fd: number, _id: number, on: boolean) => (calls.push(`watchWrites ${fd} ${on}`), 0),
+      forget: (_p: unknown, fd: number) => void calls.push(`forget ${fd}`),
+      shutdownWrite: () => 0,
+      closePoller: () => {},
+      writeRange: () => -11, // EAGAIN: every reply is queued
+    };
+    /** Hands over the batch (id, start, n) triples. */
+    const poll = (...batch: [number, number, number][]) => {
+      batch.forEach((e, i) => events.set(e, i * EVENT_FIELDS));
+      onEvents(batch.length);
+    };
+    return { io: io as unknown as SocketIo, calls, poll };
+  }
+  const handle = (fd: number): TcpHandle => ({ fd, setNoDelay: () => 0, getpeername: () => -1, close: () => {} });
+  function recordingSink(name: string, heard: string[]): ClientSink {
+    return {
+      receive: (buf, start, end) => void heard.push(`${name} ${buf.toString('latin1', start, end)}`),
+      drained: () => void heard.push(`${name} drained`),
+      inputEnded: () => void heard.push(`${name} ended`),
+    };
+  }
+
+  it('gives each read its own range of the buffer, skips a socket closed by an earlier event, and a writable event finding nothing queued does nothing', () => {
+    const { io, calls, poll } = fakeIo();
+    const failed: string[] = [];
+    const clients = new NativeClients(io, { closed: () => {}, failed: (_c, err) => void failed.push(err.message) });
+    const heard: string[] = [];
+    const [a, b, c] = [10, 11, 12].map((fd) => clients.adopt(handle(fd))!);
+    a!.serve(recordingSink('a', heard));
+    b!.serve(recordingSink('b', heard));
+    c!.serve(recordingSink('c', heard));
+    clients.buffer.write('PING\nGET k\n', 0, 'latin1');
+    // a's read, b's read after it in the buffer, c's reset, then c's and a's writable events.
+    poll([0, 0, 5], [1, 5, 6], [2, 0, -104], [2, -1, 0], [0, -1, 0]);
+    expect(heard).toEqual(['a PING\n', 'b GET k\n']);
+    expect(failed).toEqual(['read ECONNRESET']);
+    expect(c!.destroyed).toBe(true);
+    expect(calls.filter((call) => call.startsWith('watchWrites'))).toEqual([]); // nothing was queued: a's writable event did nothing
+    // A reply the kernel refuses waits in the socket until its writable event.
+    a!.queue(Buffer.from('PONG\n'), 0, 5);
+    expect(calls.at(-1)).toBe('watchWrites 10 true');
+    poll([0, -1, 0]); // still refused (writeRange says EAGAIN): stays queued, still watched
+    expect(a!.writableLength).toBe(5);
+    expect(heard).toEqual(['a PING\n', 'b GET k\n']);
   });
 });
