@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseLogLine } from '../services/shared/ready-line.ts';
-import { median } from './harness/median.ts';
+import { medianWithRange } from './harness/median.ts';
 import { numberOption, parseOptions } from './harness/options.ts';
 import { kvBench } from './harness/processes.ts';
 import { redisAvailable, startRedis as startRedisService, startStore as startStoreService, type Service } from './harness/services.ts';
@@ -104,8 +104,6 @@ async function redisRound(): Promise<Round> {
   }
 }
 
-const fmtRange = (xs: number[], digits = 0): string =>
-  `${median(xs)!.toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
 const withRedis = values.redis && redisAvailable();
 const results: Record<'kvstack' | 'redis', Round[]> = { kvstack: [], redis: [] };
@@ -119,7 +117,7 @@ for (let r = 1; r <= rounds; r++) {
 }
 const lines = [`snapshot: ${keys} keys of ${valueSize} bytes, median (range) of ${rounds} rounds, Node ${process.version}`, ''];
 const row = (name: string, f: (r: Round) => number, digits = 0) =>
-  `${name.padEnd(22)} kvstack ${fmtRange(results.kvstack.map(f), digits).padEnd(26)} ${withRedis ? `Redis ${fmtRange(results.redis.map(f), digits)}` : ''}`;
+  `${name.padEnd(22)} kvstack ${medianWithRange(results.kvstack.map(f), digits).padEnd(26)} ${withRedis ? `Redis ${medianWithRange(results.redis.map(f), digits)}` : ''}`;
 lines.push(row('save ms', (r) => r.saveMs), row('load ms', (r) => r.loadMs), row('file MiB', (r) => r.bytes / 2 ** 20, 1));
 lines.push(`keys loaded: kvstack ${results.kvstack.map((r) => r.keys).join(', ')}; Redis ${results.redis.map((r) => r.keys).join(', ')}`);
 process.stdout.write(lines.join('\n') + '\n');

@@ -15,9 +15,11 @@
 // they alternate: the medians of the rounds' ratios resolve a change of ~2%.
 //
 // Prints per system the median ops/s (range) and server CPU µs per operation, and the
-// medians (ranges) of the rounds' ratios of this checkout to --against and to Redis.
+// medians (ranges) of the rounds' ratios of this checkout to --against and to Redis (the
+// lower middle of an even count, as every bench here: harness/median.ts).
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { medianWithRange } from './harness/median.ts';
 import { killAll, killChildrenOnExit, kvloadRun, log } from './harness/processes.ts';
 import { numberOption, parseOptions } from './harness/options.ts';
 import { coresBetween, CpuTrace, type CpuSample } from './harness/process-cpu.ts';
@@ -63,15 +65,9 @@ interface System {
   readonly server: Service;
   readonly protocol: 'line' | 'resp';
   readonly ops: number[];
-  readonly cpuUsPerOp: number[];
+  /** Undefined for a run too short for two CPU samples. */
+  readonly cpuUsPerOp: (number | undefined)[];
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const range = (xs: readonly number[], digits: number): string => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
 
 /** One measured kvload run; the server's CPU per operation over its measured window. */
 async function measure(system: System): Promise<void> {
@@ -82,7 +78,7 @@ async function measure(system: System): Promise<void> {
   const end = performance.now();
   const cores = coresBetween(samples, end - duration * 1000, end);
   system.ops.push(run.result.opsPerSec);
-  system.cpuUsPerOp.push(cores === undefined ? Number.NaN : (cores * 1e6) / run.result.opsPerSec);
+  system.cpuUsPerOp.push(cores === undefined ? undefined : (cores * 1e6) / run.result.opsPerSec);
 }
 
 async function main(): Promise<void> {
@@ -98,15 +94,15 @@ async function main(): Promise<void> {
   for (let round = 1; round <= rounds; round++) {
     const order = round % 2 === 1 ? systems : [...systems].reverse();
     for (const system of order) await measure(system);
-    log(`round ${round}/${rounds}: ${systems.map((s) => `${s.name} ${Math.round(s.ops.at(-1)!)} ops/s, ${s.cpuUsPerOp.at(-1)!.toFixed(2)} µs/op`).join('; ')}`);
+    log(`round ${round}/${rounds}: ${systems.map((s) => `${s.name} ${Math.round(s.ops.at(-1)!)} ops/s, ${s.cpuUsPerOp.at(-1)?.toFixed(2) ?? '–'} µs/op`).join('; ')}`);
   }
   const lines = [`pipeline depth ${depth}, ${connections} connections, ${rounds} rounds of ${duration} s (kvload, GET:SET 9:1, ${valueSize}-byte values, ${keyspace} keys)`];
-  for (const s of systems) lines.push(`${s.name}: ${Math.round(median(s.ops))} ops/s (${range(s.ops, 0)}), server CPU ${median(s.cpuUsPerOp).toFixed(2)} µs/op (${range(s.cpuUsPerOp, 2)})`);
+  for (const s of systems) lines.push(`${s.name}: ${medianWithRange(s.ops)} ops/s, server CPU ${medianWithRange(s.cpuUsPerOp, 2)} µs/op`);
   const [self, other, redis] = systems;
   const ratios = (to: System) => {
     const ops = self!.ops.map((o, i) => o / to.ops[i]!);
-    const cpu = self!.cpuUsPerOp.map((c, i) => c / to.cpuUsPerOp[i]!);
-    return `ops/s ${median(ops).toFixed(3)}× (${range(ops, 3)}), CPU per operation ${median(cpu).toFixed(3)}× (${range(cpu, 3)})`;
+    const cpu = self!.cpuUsPerOp.map((c, i) => (c === undefined || to.cpuUsPerOp[i] === undefined ? undefined : c / to.cpuUsPerOp[i]!));
+    return `ops/s ${medianWithRange(ops, 3)}×, CPU per operation ${medianWithRange(cpu, 3)}×`;
   };
   lines.push(`this checkout / --against, medians of the rounds' ratios: ${ratios(other!)}`);
   if (redis !== undefined) lines.push(`this checkout / Redis, medians of the rounds' ratios: ${ratios(redis)}`);

@@ -14,3 +14,10 @@ export function median(values: readonly (number | undefined)[]): number | undefi
     (v) => v,
   );
 }
+
+/** "median (min–max)" of the defined values, each with `digits` decimals; "–" when there are none. */
+export function medianWithRange(values: readonly (number | undefined)[], digits = 0): string {
+  const defined = values.filter((v): v is number => v !== undefined);
+  if (defined.length === 0) return '–';
+  return `${median(defined)!.toFixed(digits)} (${Math.min(...defined).toFixed(digits)}–${Math.max(...defined).toFixed(digits)})`;
+}

@@ -2,7 +2,7 @@ import { getSystemErrorName } from 'node:util';
 import { constants } from 'node:os';
 import { LINGER_MS, DROPPING_SINK, type ClientSink, type ClientSocket } from './client-socket.ts';
 import { checkPeriodMs } from './check-period.ts';
-import { EVENT_FIELDS, WRITABLE_EVENT, type PollerHandle, type SocketIo } from './native-io.ts';
+import { EVENT_FIELDS, WRITABLE_EVENT, writeBuffer, type PollerHandle, type SocketIo } from './native-io.ts';
 import type { ReadSwitch } from './read-switch.ts';
 import type { ConnectionReads } from './served-connection.ts';
 
@@ -248,7 +248,7 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
 
   writeNow(buf: Buffer, n: number): number {
     if (this.#destroyed) return -1;
-    const r = this.#clients.io.writeRange(this.#fd, buf.buffer, buf.byteOffset, n);
+    const r = writeBuffer(this.#clients.io, this.#fd, buf, n);
     if (r >= 0) return r;
     if (r === -EAGAIN) return 0;
     this.#fail(r, 'write');
@@ -319,7 +319,7 @@ export class NativeClientSocket implements ClientSocket, ReadSwitch, ConnectionR
     const io = this.#clients.io;
     while (q.length > 0 && !this.#destroyed) {
       const b = q[0]!;
-      const r = io.writeRange(this.#fd, b.buffer, b.byteOffset, b.length);
+      const r = writeBuffer(io, this.#fd, b, b.length);
       if (r === -EAGAIN) return;
       if (r < 0) {
         this.#fail(r, 'write');

@@ -93,8 +93,13 @@ const EAGAIN = constants.errno.EAGAIN;
  * full, -1 on any other error (left to socket.write, which reports it the usual way).
  */
 export function nativeWrite(io: SocketIo, fd: number, buf: Buffer, n: number): number {
-  const r = io.writeRange(fd, buf.buffer, buf.byteOffset, n);
+  const r = writeBuffer(io, fd, buf, n);
   return r >= 0 ? r : r === -EAGAIN ? 0 : -1;
+}
+
+/** The add-on's write(2) of buf[0, n): the bytes the kernel took, or -errno. */
+export function writeBuffer(io: SocketIo, fd: number, buf: Buffer, n: number): number {
+  return io.writeRange(fd, buf.buffer, buf.byteOffset, n);
 }
 
 /**

@@ -20,8 +20,8 @@ import { detachSocketHandle } from '../../shared/node-internals.ts';
 /** 64 KiB: what Node reads at once by default. */
 const READ_BUFFER_BYTES = 64 * 1024;
 
-/** What a socket's reads are handed to: bytes buf[0, n), valid only during the call. */
-export type ReadReceiver = (buf: Buffer, n: number) => void;
+/** What a socket's reads are handed to: bytes buf[start, end), valid only during the call (ClientSink.receive's shape). */
+export type ReadReceiver = (buf: Buffer, start: number, end: number) => void;
 
 export class SharedReadBuffer {
   readonly #buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
@@ -43,7 +43,7 @@ export class SharedReadBuffer {
       readable: true,
       writable: true,
       // true: the connection pauses reading itself when it must (see ServedConnection).
-      onread: { buffer, callback: (n: number): boolean => (receive(buffer, n), true) },
+      onread: { buffer, callback: (n: number): boolean => (receive(buffer, 0, n), true) },
     });
     socket.once('close', () => accepted.destroy());
     return socket;

@@ -260,7 +260,7 @@ export class StoreServer {
       return;
     }
     let connection!: ServedConnection; // made below, before any read can arrive
-    const { socket, reads } = this.#readerOf(accepted, (buf, n) => connection.receive(buf, 0, n));
+    const { socket, reads } = this.#readerOf(accepted, (buf, start, end) => connection.receive(buf, start, end));
     connection = this.#serve(this.#nodeClient(socket), reads);
   }
 
@@ -303,7 +303,7 @@ export class StoreServer {
   /** Node's stream reads the socket, a buffer per read ('data'): a TLS socket's decrypted input. */
   #streamReads(accepted: Socket, receive: ReadReceiver): { readonly socket: Socket; readonly reads: ConnectionReads } {
     const socket = accepted.resume();
-    socket.on('data', (chunk: Buffer) => receive(chunk, chunk.length));
+    socket.on('data', (chunk: Buffer) => receive(chunk, 0, chunk.length));
     return { socket, reads: { shared: false, native: false, switch: new StreamReadSwitch(socket) } };
   }
 
